@@ -83,7 +83,7 @@ export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 # A lint failure still lets the tests run, so one CI run reports both; the script fails at the end.
 stage "ruff check ."
 lint_status=0
-ruff check --quiet . || lint_status=$?
+ruff check --output-format concise . || lint_status=$?
 
 stage "pytest"
 pytest_status=0
