@@ -1,0 +1,47 @@
+"""Build Kafka's engine: a deterministic simulator of one Kafka partition on a KRaft cluster.
+
+    >>> from engine import simulate
+    >>> result = simulate({"actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]})
+    >>> result["acked_records"]
+    ['a']
+
+`simulate` is a pure function of the scenario (../shared/design/scenario-contract.md): the same
+scenario gives a byte-identical result. Bad input raises `ScenarioError` and nothing else.
+See docs/engine-api.md for what the result holds beyond the contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import sim as _sim
+from .profiles import PROFILES
+from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
+from .steps import STEP_KINDS
+
+__all__ = ["simulate", "validate", "Scenario", "ScenarioError", "Limits", "LIMITS", "PROFILES", "STEP_KINDS"]
+
+
+def validate(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
+    """Parse and fully check a scenario (defaults, broker ids, caps) without running it."""
+    sc = scenario if isinstance(scenario, Scenario) else parse(scenario, limits)
+    resolve(sc, limits)
+    return sc
+
+
+def simulate(scenario: Any, *, steps: bool = False, at_step: int | None = None,
+             check_invariants: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """Run a scenario (a dict decoded from JSON, or a Scenario) and return the result dict.
+
+    steps: include every engine step. at_step: also return `view`, the state after that many
+    steps (0 = the initial state; past the end = the final state). limits: caps for untrusted
+    input; trusted callers such as the benchmarks may raise them.
+    """
+    if at_step is not None and (not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < 0):
+        raise problem("at_step", "at_step is a whole number, 0 or more")
+    sc = scenario if isinstance(scenario, Scenario) else parse(scenario, limits)
+    cfg = resolve(sc, limits)
+    try:
+        return _sim.run(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+    except RecursionError:  # pragma: no cover - defensive: never leak a traceback for a pathological input
+        raise problem("actions", "the scenario is too complex to simulate") from None

@@ -1,0 +1,56 @@
+"""Command line: `python -m engine run SCENARIO.json|- [--steps] [--at-step N]`.
+
+Prints the result JSON on stdout and exits 0; an invalid scenario prints the error object and
+exits 2. Input is read with a size cap so a hostile file cannot exhaust memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import simulate
+from .scenario import ScenarioError, parse_json_text, problem
+
+MAX_INPUT_BYTES = 1_000_000
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    else:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read(MAX_INPUT_BYTES + 1)
+        except OSError as exc:
+            raise problem("$", f"cannot read {path}: {exc.strerror}") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise problem("$", f"the scenario file is larger than {MAX_INPUT_BYTES} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise problem("$", "the scenario is not UTF-8 text") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m engine", description="Run a Build Kafka scenario.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="simulate a scenario and print the result JSON")
+    run.add_argument("scenario", help="path to a scenario JSON file, or - for standard input")
+    run.add_argument("--steps", action="store_true", help="include every engine step in the result")
+    run.add_argument("--at-step", type=int, default=None, help="also print the state after N steps as 'view'")
+    run.add_argument("--indent", type=int, default=None, help="pretty-print with this indent")
+    args = parser.parse_args(argv)
+    try:
+        scenario = parse_json_text(_read(args.scenario))
+        result = simulate(scenario, steps=args.steps, at_step=args.at_step)
+    except ScenarioError as exc:
+        print(json.dumps(exc.to_json(), indent=args.indent))
+        return 2
+    print(json.dumps(result, indent=args.indent))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1590 @@
+"""Theory of operation: a deterministic discrete-event simulation of one Kafka partition.
+
+The cluster is a KRaft controller, up to nine brokers, and one producer client. Nothing here
+reads a clock, a file or global randomness: one `Sim` owns simulated time (integer ms), an
+event heap ordered by (time, sequence number), and one `random.Random` seeded from the
+scenario, used only for the brokers' heartbeat phases (the one ordering real Kafka leaves to
+chance that matters here: which of several dead brokers is fenced last).
+
+Every message between parties (producer, brokers, controller) takes NETWORK_DELAY_MS and is
+checked at both ends: a cut link loses it, a crashed or restarted receiver refuses it.
+Each transition follows ../shared/reference/kafka-semantics.md; the section is cited where the
+rule is implemented, and behaviour that changed across versions asks the `Profile`.
+
+State is split the way Kafka splits it:
+- `Broker` holds what one broker process knows: its log (page cache + flushed prefix), its HW,
+  its leader-epoch cache, and its local view of the partition (role, committed ISR, maximal ISR
+  while an AlterPartition is in flight, follower fetch states when leading, the purgatories).
+- `Controller` holds the metadata log's view: registrations, fencing, leader, epochs, ISR, ELR.
+  Brokers learn it only through messages, so a broker cut off from the controller acts on
+  stale metadata, exactly like a zombie leader in real Kafka.
+- The "ghost" truth (which records were acknowledged) lives in the producer's batches and is
+  compared with the logs only when the result is built, so loss is detected, not guessed.
+
+Transitions are named actor + verb (`leader_append`, `follower_fetch`,
+`controller_elect_leader`, ...) and every observable one emits a step (engine/steps.py).
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from typing import Any
+
+from .scenario import Config, Limits, ScenarioError, problem
+from .steps import STEP_KINDS
+
+NETWORK_DELAY_MS = 1
+NO_LEADER = -1
+NEVER = -(10**12)  # a time long before the scenario starts
+REPLICA_SOCKET_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms: a lost fetch is noticed after this
+UNKNOWN = -1
+
+RETRIABLE = frozenset({"NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT",
+                       "NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "LEADER_NOT_AVAILABLE"})
+REFRESH_METADATA = frozenset({"NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT",
+                              "LEADER_NOT_AVAILABLE"})
+
+
+class FollowerState:
+    """The leader's bookkeeping about one follower (Replica.scala 30-55)."""
+
+    __slots__ = ("leo", "last_fetch_leader_leo", "last_fetch_time", "last_caught_up")
+
+    def __init__(self, now: int, in_isr: bool):
+        self.leo = UNKNOWN
+        self.last_fetch_leader_leo = UNKNOWN
+        self.last_fetch_time = now
+        self.last_caught_up = now if in_isr else NEVER
+
+
+class Broker:
+    __slots__ = (
+        "id", "rack", "status", "inc", "log", "hw", "flushed", "cache", "fetching", "truncated",
+        "role", "leader_id", "leader_epoch", "partition_epoch", "isr", "maximal", "pending",
+        "pending_isr", "fstate", "epoch_start", "recovery", "parked", "parked_fetch", "fetch_inflight",
+        "fetch_gen", "registered", "clean_shutdown", "batch_offsets", "last_hold", "hb_gen",
+    )
+
+    def __init__(self, bid: int, rack: str | None):
+        self.id = bid
+        self.rack = rack
+        self.status = "running"  # running | crashed | shutdown
+        self.inc = 0  # incarnation: bumps on every stop and start; stale events check it
+        self.log: list[tuple[int, str, int]] = []  # (leader epoch, record, producer batch index)
+        self.hw = 0
+        self.flushed = 0
+        self.cache: list[list[int]] = []  # leader-epoch cache: [epoch, start offset]
+        self.fetching = True
+        self.truncated: list[dict[str, Any]] = []
+        self.role = "none"  # leader | follower | none
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.isr: list[int] = []
+        self.maximal: list[int] = []
+        self.pending: str | None = None  # "expand" | "shrink" while an AlterPartition is in flight
+        self.pending_isr: list[int] = []
+        self.fstate: dict[int, FollowerState] = {}
+        self.epoch_start = 0
+        self.recovery = "RECOVERED"
+        self.parked: list[list[Any]] = []  # produce purgatory: [batch, attempt, required offset, acks, expiry]
+        self.parked_fetch: dict[int, tuple[int, int]] = {}  # follower -> (fetch gen, fetch offset)
+        self.fetch_inflight = False
+        self.fetch_gen = 0
+        self.registered = True
+        self.clean_shutdown = False
+        self.batch_offsets: dict[int, tuple[int, int]] = {}
+        self.last_hold = -1
+        self.hb_gen = 0
+
+    @property
+    def alive(self) -> bool:
+        return self.status == "running"
+
+    @property
+    def leo(self) -> int:
+        return len(self.log)
+
+
+class Registration:
+    __slots__ = ("registered", "fenced", "shutting", "inc", "last_hb", "hb_count")
+
+    def __init__(self) -> None:
+        self.registered = True
+        self.fenced = False
+        self.shutting = False
+        self.inc = 0
+        self.last_hb = 0
+        self.hb_count = 0
+
+
+class Controller:
+    __slots__ = ("reg", "leader", "leader_epoch", "partition_epoch", "isr", "elr", "lke", "recovery",
+                 "unclean", "min_isr")
+
+    def __init__(self, brokers: list[int], replicas: list[int], unclean: bool, min_isr: int):
+        self.reg = {b: Registration() for b in brokers}
+        self.leader = replicas[0]
+        self.leader_epoch = 0
+        self.partition_epoch = 0
+        self.isr = list(replicas)
+        self.elr: list[int] = []
+        self.lke: list[int] = []
+        self.recovery = "RECOVERED"
+        self.unclean = unclean
+        self.min_isr = min_isr
+
+
+class Batch:
+    __slots__ = ("index", "records", "acks", "acks_shown", "idempotent", "attempts", "attempt_id", "state",
+                 "target", "first_send", "deadline", "outcome", "error", "offsets", "done_ms", "retries_used")
+
+    def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
+        self.index = index
+        self.records = records
+        self.acks = acks
+        self.acks_shown = acks_shown
+        self.idempotent = idempotent
+        self.attempts = 0
+        self.attempt_id = 0
+        self.state = "new"
+        self.target = NO_LEADER
+        self.first_send = 0
+        self.deadline = 0
+        self.outcome: str | None = None
+        self.error: str | None = None
+        self.offsets: list[int] | None = None
+        self.done_ms: int | None = None
+        self.retries_used = 0
+
+
+def _fmt_offsets(first: int, last: int) -> str:
+    return f"offset {first}" if first == last else f"offsets {first}-{last}"
+
+
+def _fmt_records(records: list[str], limit: int = 6) -> str:
+    if len(records) <= limit:
+        return ", ".join(records)
+    return ", ".join(records[:limit]) + f", ... ({len(records)} records)"
+
+
+def _fmt_set(ids: list[int]) -> str:
+    return "{" + ", ".join(str(i) for i in ids) + "}"
+
+
+class Sim:
+    def __init__(self, cfg: Config, limits: Limits, *, record: bool, at_step: int | None,
+                 check_invariants: bool):
+        self.cfg = cfg
+        self.prof = cfg.profile
+        self.limits = limits
+        self.record = record
+        self.at_step = at_step
+        self.check = check_invariants
+        self.now = 0
+        self.seq = 0
+        self.q: list[tuple[int, int, Any, tuple[Any, ...]]] = []
+        self.events = 0
+        self.nsteps = 0
+        self.steps: list[dict[str, Any]] = []
+        self.view: dict[str, Any] | None = None
+        self.violations: list[str] = []
+        self.rng = random.Random(cfg.seed)
+        self.replicas = list(cfg.replicas)
+        self.brokers = {bid: Broker(bid, rack) for bid, rack in cfg.brokers}
+        self.ctl = Controller(list(self.brokers), self.replicas, cfg.unclean, cfg.min_isr)
+        self.flush_messages = cfg.flush_messages
+        self.cut: set[frozenset[Any]] = set()
+        self.batches: list[Batch] = []
+        self.producer_leader = self.replicas[0]
+        self.unsafe_history = False  # an unclean election or lost page cache happened (logs may legitimately differ)
+        self.hw_seen: dict[int, tuple[int, int]] = {}
+        self.gen_counter = 0
+
+    # ---------------------------------------------------------------------------------------
+    # event loop
+
+    def at(self, t: int, fn: Any, *args: Any) -> None:
+        self.seq += 1
+        heapq.heappush(self.q, (t, self.seq, fn, args))
+
+    def run_until(self, t_end: int, stop: Any = None) -> None:
+        q = self.q
+        max_events = self.limits.max_events
+        while q and q[0][0] <= t_end:
+            t, _, fn, args = heapq.heappop(q)
+            self.now = t
+            fn(*args)
+            self.events += 1
+            if self.events > max_events:
+                raise problem("actions", f"the scenario needs more than {max_events} engine events; "
+                              "shorten it (fewer actions or less simulated time)")
+            if stop is not None and stop():
+                return
+        self.now = max(self.now, t_end)
+
+    def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
+        self.nsteps += 1
+        if self.nsteps > self.limits.max_steps:
+            raise problem("actions", f"the scenario produced more than {self.limits.max_steps} steps; shorten it")
+        if self.record:
+            entry = {"i": self.nsteps, "t_ms": self.now, "actor": actor, "kind": kind, "text": text,
+                     "code": STEP_KINDS[kind].code}
+            if extra:
+                entry.update(extra)
+            self.steps.append(entry)
+        if self.check:
+            self._check_invariants()
+        if self.at_step is not None and self.nsteps == self.at_step:
+            self.view = self.snapshot()
+
+    # ---------------------------------------------------------------------------------------
+    # network
+
+    def linked(self, a: Any, b: Any) -> bool:
+        return not self.cut or frozenset((a, b)) not in self.cut
+
+    def send(self, src: Any, dst: Any, fn: Any, args: tuple[Any, ...], on_fail: tuple[Any, ...] | None = None,
+             on_lost: tuple[Any, ...] | None = None) -> None:
+        """Deliver fn(*args) at dst after one hop. on_fail runs if dst refuses the connection (down);
+        on_lost runs REPLICA_SOCKET_TIMEOUT_MS later if a cut link swallows the message."""
+        if not self.linked(src, dst):
+            if on_lost is not None:
+                self.at(self.now + REPLICA_SOCKET_TIMEOUT_MS, *on_lost)
+            return
+        inc = None
+        if isinstance(dst, int):
+            b = self.brokers[dst]
+            if not b.alive:
+                if on_fail is not None:
+                    self.at(self.now + NETWORK_DELAY_MS, *on_fail)
+                return
+            inc = b.inc
+        self.at(self.now + NETWORK_DELAY_MS, self._deliver, src, dst, inc, fn, args, on_fail, on_lost)
+
+    def _deliver(self, src: Any, dst: Any, inc: int | None, fn: Any, args: tuple[Any, ...],
+                 on_fail: tuple[Any, ...] | None, on_lost: tuple[Any, ...] | None) -> None:
+        if not self.linked(src, dst):
+            if on_lost is not None:
+                self.at(self.now + REPLICA_SOCKET_TIMEOUT_MS, *on_lost)
+            return
+        if inc is not None:
+            b = self.brokers[dst]
+            if not b.alive or b.inc != inc:
+                if on_fail is not None:
+                    on_fail[0](*on_fail[1:])
+                return
+        if isinstance(src, int) and src != dst:
+            sb = self.brokers[src]
+            # a reply from a broker that died after sending is still delivered (it is on the wire)
+            del sb
+        fn(*args)
+
+    # ---------------------------------------------------------------------------------------
+    # configuration helpers
+
+    def eff_min(self) -> int:
+        m = self.ctl.min_isr
+        if self.prof.effective_min_isr_cap:
+            return min(m, len(self.replicas))  # Partition.effectiveMinIsr (P 389-391), 3.7+
+        return m
+
+    def eligible(self, bid: int) -> bool:
+        """KRaft ISR eligibility (P 1068-1101): not fenced, not in controlled shutdown."""
+        if not self.prof.fenced_not_eligible:
+            return True
+        r = self.ctl.reg[bid]
+        return r.registered and not r.fenced and not r.shutting
+
+    def caught_up(self, leader: Broker, st: FollowerState) -> bool:
+        """Replica.isCaughtUp (Rep 67-73)."""
+        return st.leo >= leader.leo or self.now - st.last_caught_up <= self.cfg.lag_time_ms
+
+    # ---------------------------------------------------------------------------------------
+    # start-up
+
+    def start(self) -> None:
+        cfg = self.cfg
+        c = self.ctl
+        for bid, b in self.brokers.items():
+            b.leader_epoch = 0
+            b.partition_epoch = 0
+            if bid in self.replicas:
+                self._apply_metadata(bid, self._metadata(), quiet=True)
+            phase = self.rng.randrange(cfg.heartbeat_ms)
+            self.at(phase, self._broker_heartbeat, bid, b.inc)
+            c.reg[bid].last_hb = 0
+            self.at(cfg.session_timeout_ms + 1, self._ctl_session_check, bid, 0)
+        period = cfg.lag_time_ms // 2 if self.prof.isr_check_half_lag else cfg.lag_time_ms
+        self.at(period, self._isr_expiration_tick, period)
+        if cfg.auto_rebalance:
+            self.at(cfg.rebalance_interval_ms, self._ctl_rebalance_tick)
+        if self.prof.periodic_unclean_check:
+            self.at(cfg.unclean_interval_ms, self._ctl_unclean_tick)
+        if self.at_step == 0:
+            self.view = self.snapshot()
+
+    # ---------------------------------------------------------------------------------------
+    # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
+
+    def produce(self, action: Any, index: int) -> None:
+        if action.records is not None:
+            records = list(action.records)
+        else:
+            base = sum(len(b.records) for b in self.batches)
+            records = [f"m{base + i}" for i in range(action.count)]
+        if action.acks is None:
+            acks: int | str = self.cfg.acks
+        elif action.acks == "all":
+            acks = -1
+        elif action.acks == "min.insync.replicas":
+            acks = "min_isr"
+        else:
+            acks = action.acks
+        shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
+        b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
+        b.first_send = self.now
+        b.deadline = self.now + self.cfg.delivery_timeout_ms
+        self.batches.append(b)
+        self._producer_send(b.index)
+
+    def _producer_send(self, idx: int) -> None:
+        b = self.batches[idx]
+        if b.outcome is not None:
+            return
+        if self.producer_leader == NO_LEADER:
+            self._producer_refresh()
+        leader = self.producer_leader
+        if leader == NO_LEADER:
+            if b.state != "waiting_for_leader":
+                b.state = "waiting_for_leader"
+                self.step("producer_retry", "producer",
+                          f"The producer knows no leader for the partition; batch {_fmt_records(b.records)} waits "
+                          "for metadata", produce=idx)
+            self._producer_backoff(b, "LEADER_NOT_AVAILABLE", quiet=True)
+            return
+        b.attempts += 1
+        b.attempt_id += 1
+        b.state = "awaiting_response"
+        b.target = leader
+        retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
+        self.step("producer_send", "producer",
+                  f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
+                  produce=idx, broker=leader, records=b.records)
+        if b.acks == 0:
+            b.outcome = "sent"
+            b.done_ms = self.now
+            b.state = "sent"
+        self.send("producer", leader, self._leader_on_produce, (leader, idx, b.attempt_id),
+                  on_fail=(self._producer_error, idx, b.attempt_id, "NETWORK_EXCEPTION"))
+        if b.acks != 0:
+            timeout = self.cfg.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
+            self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
+
+    def _producer_refresh(self) -> None:
+        c = self.ctl
+        self.producer_leader = c.leader
+
+    def _producer_backoff(self, b: Batch, error: str, quiet: bool = False) -> None:
+        backoff = min(self.cfg.retry_backoff_ms * (2 ** min(b.retries_used, 10)), self.cfg.retry_backoff_max_ms)
+        if b.retries_used >= self.cfg.retries or self.now + backoff > b.deadline:
+            why = "retries are exhausted" if b.retries_used >= self.cfg.retries else "delivery.timeout.ms has passed"
+            self._producer_fail(b, error, why)
+            return
+        b.retries_used += 1
+        if not quiet:
+            b.state = "backoff"
+            self.step("producer_retry", "producer",
+                      f"{error} is retriable: the producer will resend {_fmt_records(b.records)} in {backoff} ms",
+                      produce=b.index)
+        self.at(self.now + backoff, self._producer_send, b.index)
+
+    def _producer_fail(self, b: Batch, error: str, why: str) -> None:
+        b.outcome = "failed"
+        b.error = error
+        b.done_ms = self.now
+        b.state = "failed"
+        self.step("producer_give_up", "producer",
+                  f"The producer gives up on {_fmt_records(b.records)}: {error} ({why})", produce=b.index)
+
+    def _producer_error(self, idx: int, attempt_id: int, error: str) -> None:
+        b = self.batches[idx]
+        if b.attempt_id != attempt_id or b.state != "awaiting_response":
+            return
+        if b.outcome == "sent":
+            return  # acks=0: the client never learns
+        self.step("producer_receive", "producer", f"Producer gets {error} for {_fmt_records(b.records)}",
+                  produce=idx, error=error)
+        if error in REFRESH_METADATA:
+            self._producer_refresh()
+        if error not in RETRIABLE:
+            self._producer_fail(b, error, "not retriable")
+            return
+        self._producer_backoff(b, error)
+
+    def _producer_response(self, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None) -> None:
+        b = self.batches[idx]
+        if error is not None:
+            self._producer_error(idx, attempt_id, error)
+            return
+        if b.attempt_id != attempt_id or b.outcome is not None:
+            return
+        b.outcome = "acked"
+        b.offsets = offsets
+        b.done_ms = self.now
+        b.state = "acked"
+        assert offsets is not None
+        self.step("producer_receive", "producer",
+                  f"Producer: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
+                  produce=idx, offsets=offsets)
+
+    # ---------------------------------------------------------------------------------------
+    # leader: the produce path (kafka-semantics.md §2)
+
+    def _acks_valid(self, acks: int | str) -> bool:
+        if acks == "min_isr":
+            return True  # KIP-926 proposal: the broker is assumed to understand it
+        if acks in (-1, 0, 1):
+            return True  # ReplicaManager.isValidRequiredAcks (RM 1421-1423)
+        return self.prof.accepts_acks_above_one and isinstance(acks, int) and acks > 1
+
+    def _respond(self, bid: int, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None) -> None:
+        b = self.batches[idx]
+        if b.acks == 0:
+            return  # acks=0 gets no response (KA 709-728)
+        self.send(bid, "producer", self._producer_response, (idx, attempt_id, error, offsets))
+
+    def _leader_on_produce(self, bid: int, idx: int, attempt_id: int) -> None:
+        br = self.brokers[bid]
+        batch = self.batches[idx]
+        acks = batch.acks
+        who = f"B{bid}"
+        if not self._acks_valid(acks):
+            self.step("leader_reject_invalid_acks", f"broker-{bid}",
+                      f"{who} rejects acks={acks}: INVALID_REQUIRED_ACKS (21); nothing is appended", broker=bid)
+            self._respond(bid, idx, attempt_id, "INVALID_REQUIRED_ACKS", None)
+            return
+        if br.role != "leader":
+            self.step("leader_reject_not_leader", f"broker-{bid}",
+                      f"{who} does not lead the partition: NOT_LEADER_OR_FOLLOWER", broker=bid)
+            self._respond(bid, idx, attempt_id, "NOT_LEADER_OR_FOLLOWER", None)
+            return
+        needs_min_isr = acks == -1 or acks == "min_isr"
+        eff = self.eff_min()
+        if needs_min_isr and len(br.isr) < eff:
+            # §2.2: the check comes BEFORE the append, on the committed ISR, for acks=-1 only
+            self.step("leader_reject_not_enough_replicas", f"broker-{bid}",
+                      f"{who} refuses {_fmt_records(batch.records)}: committed ISR {_fmt_set(br.isr)} has "
+                      f"{len(br.isr)} < min.insync.replicas {eff}: NOT_ENOUGH_REPLICAS (19), nothing appended",
+                      broker=bid)
+            self._respond(bid, idx, attempt_id, "NOT_ENOUGH_REPLICAS", None)
+            return
+        existing = br.batch_offsets.get(idx) if batch.idempotent else None
+        if existing is not None:
+            first, last = existing
+            self.step("leader_dedupe_idempotent", f"broker-{bid}",
+                      f"{who} already has this idempotent batch at {_fmt_offsets(first, last)}: "
+                      "it returns the original offsets and appends nothing", broker=bid)
+        else:
+            first = br.leo
+            epoch = br.leader_epoch
+            self._append(br, [(epoch, r, idx) for r in batch.records])
+            last = br.leo - 1
+            self.step("leader_append", f"broker-{bid}",
+                      f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
+                      f"(epoch {epoch}); LEO {br.leo}", broker=bid, records=batch.records,
+                      offsets=[first, last])
+            self._wake_parked_fetches(br)
+            self._maybe_increment_hw(br)
+        offsets = list(range(first, last + 1))
+        if acks == 0:
+            return
+        if acks == 1:
+            self.step("leader_respond_produce", f"broker-{bid}",
+                      f"acks=1: {who} answers at once, before any follower has the records", broker=bid)
+            self._respond(bid, idx, attempt_id, None, offsets)
+            return
+        entry = [idx, attempt_id, last + 1, acks, offsets]
+        verdict = self._purgatory_verdict(br, entry)
+        if verdict is not None:
+            self._complete_parked(br, entry, verdict)
+            return
+        br.parked.append(entry)
+        self.step("leader_park_produce", f"broker-{bid}",
+                  f"{who} parks the acks={batch.acks_shown} request until its HW reaches {last + 1} "
+                  f"(now {br.hw}; ISR {_fmt_set(br.maximal)})", broker=bid)
+        self.at(self.now + self.cfg.request_timeout_ms, self._expire_produce, bid, br.inc, idx, attempt_id)
+
+    def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
+        start = br.leo
+        br.log.extend(entries)
+        cache = br.cache
+        for i, (epoch, _r, bidx) in enumerate(entries):
+            if not cache or epoch > cache[-1][0]:
+                cache.append([epoch, start + i])
+            if bidx >= 0:
+                prev = br.batch_offsets.get(bidx)
+                br.batch_offsets[bidx] = (prev[0] if prev else start + i, start + i)
+        fm = self.flush_messages
+        if fm is not None and br.leo - br.flushed >= fm:
+            br.flushed = br.leo  # UL 932: flush once unflushed messages reach flush.messages
+            self.step("broker_flush", f"broker-{br.id}",
+                      f"B{br.id} fsyncs its log up to offset {br.leo} (flush.messages={fm})", broker=br.id)
+
+    def _purgatory_verdict(self, br: Broker, entry: list[Any]) -> str | None:
+        """checkEnoughReplicasReachOffset (P 1111-1147): None = keep waiting, "" = success, else an error."""
+        if br.role != "leader":
+            return "NOT_LEADER_OR_FOLLOWER"
+        required, acks = entry[2], entry[3]
+        if acks == -1:
+            if br.hw >= required:
+                return "" if self.eff_min() <= len(br.maximal) else "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
+            return None
+        members = br.maximal if acks == "min_isr" else br.isr
+        count = 1 + sum(1 for f in members if f != br.id and br.fstate[f].leo >= required)
+        need = self.eff_min() if acks == "min_isr" else acks
+        return "" if count >= need else None
+
+    def _complete_parked(self, br: Broker, entry: list[Any], verdict: str) -> None:
+        idx, attempt_id, required, acks, offsets = entry
+        b = self.batches[idx]
+        if verdict == "":
+            if acks == -1:
+                text = (f"B{br.id}'s HW {br.hw} passed offset {required - 1}: every ISR member has "
+                        f"{_fmt_records(b.records)}; the request succeeds")
+            else:
+                text = f"{acks if acks != 'min_isr' else self.eff_min()} replicas have offset {required - 1}: success"
+            self.step("leader_complete_produce" if acks in (-1, "min_isr") else "leader_ack_count",
+                      f"broker-{br.id}", text, broker=br.id, produce=idx)
+            self._respond(br.id, idx, attempt_id, None, offsets)
+        else:
+            self.step("leader_complete_produce", f"broker-{br.id}",
+                      f"B{br.id} completes the parked request for {_fmt_records(b.records)} with {verdict}",
+                      broker=br.id, produce=idx, error=verdict)
+            self._respond(br.id, idx, attempt_id, verdict, None)
+
+    def _check_purgatory(self, br: Broker) -> None:
+        if not br.parked:
+            return
+        keep = []
+        done = []
+        for entry in br.parked:
+            verdict = self._purgatory_verdict(br, entry)
+            (keep if verdict is None else done).append((entry, verdict))
+        br.parked = [e for e, _ in keep]
+        for entry, verdict in done:
+            self._complete_parked(br, entry, verdict)
+
+    def _expire_produce(self, bid: int, inc: int, idx: int, attempt_id: int) -> None:
+        br = self.brokers[bid]
+        if br.inc != inc:
+            return
+        for entry in br.parked:
+            if entry[0] == idx and entry[1] == attempt_id:
+                br.parked.remove(entry)
+                self.step("leader_expire_produce", f"broker-{bid}",
+                          f"The parked request for {_fmt_records(self.batches[idx].records)} times out: "
+                          f"REQUEST_TIMED_OUT (7); the records stay in B{bid}'s log above the HW",
+                          broker=bid, produce=idx)
+                self._respond(bid, idx, attempt_id, "REQUEST_TIMED_OUT", None)
+                return
+
+    # ---------------------------------------------------------------------------------------
+    # leader: high watermark (§3.1)
+
+    def _maybe_increment_hw(self, br: Broker) -> None:
+        if br.role != "leader":
+            return
+        leo = br.leo
+        q = self.cfg.quorum_acks
+        if q is not None:
+            # KIP-250 proposal: the HW is the q-th largest LEO in the (maximal) ISR
+            leos = sorted([leo] + [br.fstate[f].leo for f in br.maximal if f != br.id], reverse=True)
+            candidate = leos[q - 1] if len(leos) >= q else leos[-1]
+        else:
+            candidate = leo
+            counts_caught_up = self.prof.caught_up_counts_for_hw
+            for f, st in br.fstate.items():
+                if st.leo < candidate and (f in br.maximal or (counts_caught_up and self.caught_up(br, st)
+                                                                 and self.eligible(f))):
+                    candidate = st.leo
+        if candidate <= br.hw:
+            return
+        if self.prof.hw_freeze_under_min_isr and len(br.isr) < self.eff_min():
+            if br.last_hold != candidate:
+                br.last_hold = candidate
+                self.step("leader_hold_high_watermark", f"broker-{br.id}",
+                          f"B{br.id} holds its HW at {br.hw}: committed ISR {_fmt_set(br.isr)} is below "
+                          f"min.insync.replicas {self.eff_min()} (it could otherwise move to {candidate})",
+                          broker=br.id)
+            return
+        old = br.hw
+        br.hw = candidate
+        self.step("leader_advance_high_watermark", f"broker-{br.id}",
+                  f"Leader B{br.id} HW {old} -> {candidate}", broker=br.id)
+        self._check_purgatory(br)
+
+    # ---------------------------------------------------------------------------------------
+    # fetching (§3.3, §6)
+
+    def _follower_fetch(self, fid: int) -> None:
+        f = self.brokers[fid]
+        if not f.alive or f.role != "follower" or not f.fetching or f.fetch_inflight:
+            return
+        leader = f.leader_id
+        if leader == NO_LEADER:
+            return
+        f.fetch_inflight = True
+        f.fetch_gen += 1
+        gen = f.fetch_gen
+        last_epoch = f.log[-1][0] if (f.log and self.prof.leader_epochs) else None
+        self.send(fid, leader, self._leader_on_fetch, (leader, fid, f.leo, last_epoch, gen),
+                  on_fail=(self._fetch_failed, fid, f.inc, gen), on_lost=(self._fetch_failed, fid, f.inc, gen))
+
+    def _fetch_failed(self, fid: int, inc: int, gen: int) -> None:
+        f = self.brokers[fid]
+        if f.inc != inc or f.fetch_gen != gen or not f.alive:
+            return
+        f.fetch_inflight = False
+        self.at(self.now + self.cfg.fetch_backoff_ms, self._follower_fetch_retry, fid, f.inc)
+
+    def _follower_fetch_retry(self, fid: int, inc: int) -> None:
+        if self.brokers[fid].inc == inc:
+            self._follower_fetch(fid)
+
+    def _leader_on_fetch(self, lid: int, fid: int, offset: int, last_epoch: int | None, gen: int) -> None:
+        L = self.brokers[lid]
+        if L.role != "leader" or fid not in L.fstate:
+            self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "not_leader", None, None),
+                      on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen))
+            return
+        f_inc = self.brokers[fid].inc
+        if last_epoch is not None:
+            e, end = self._end_offset_for(L, last_epoch)
+            if e == UNKNOWN or e < last_epoch or end < offset:
+                # P 1517-1570: answer DivergingEpoch, no records, follower state untouched
+                if e == UNKNOWN:
+                    e, end = last_epoch, 0
+                self.step("leader_diverging_epoch", f"broker-{lid}",
+                          f"B{fid} fetches at offset {offset} with last epoch {last_epoch}; on leader B{lid} "
+                          f"epoch {e} ends at {end}: DivergingEpoch({e}, {end})", broker=lid)
+                self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "diverging", e, end),
+                          on_lost=(self._fetch_failed, fid, f_inc, gen))
+                return
+        elif not self.prof.leader_epochs and offset > L.leo:
+            self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "out_of_range", L.leo, None),
+                      on_lost=(self._fetch_failed, fid, f_inc, gen))
+            return
+        initial_hw = L.hw  # P 1526-1531: the HW is read before this fetch's position is applied
+        st = L.fstate[fid]
+        old_leo = st.leo
+        self._update_follower_state(L, st, offset)
+        if offset < L.leo:
+            entries = L.log[offset:]
+            self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "records", entries, initial_hw),
+                      on_lost=(self._fetch_failed, fid, f_inc, gen))
+        else:
+            L.parked_fetch[fid] = (gen, offset)
+            self.at(self.now + self.cfg.fetch_wait_ms, self._fetch_expire, lid, L.inc, fid, gen)
+        if st.leo != old_leo:
+            self._maybe_expand_isr(L, fid)
+            self._maybe_increment_hw(L)
+            if L.parked and self.batches[L.parked[0][0]].acks != -1:
+                self._check_purgatory(L)
+        else:
+            self._maybe_expand_isr(L, fid)
+
+    def _update_follower_state(self, L: Broker, st: FollowerState, offset: int) -> None:
+        """Replica.updateFetchState (Rep 108-144)."""
+        now = self.now
+        leo_now = L.leo
+        if self.prof.isr_by_caught_up_time:
+            if offset >= leo_now:
+                st.last_caught_up = max(st.last_caught_up, now)
+            elif offset >= st.last_fetch_leader_leo:
+                st.last_caught_up = max(st.last_caught_up, st.last_fetch_time)
+        st.last_fetch_leader_leo = leo_now
+        st.last_fetch_time = now
+        st.leo = offset
+
+    def _fetch_expire(self, lid: int, inc: int, fid: int, gen: int) -> None:
+        L = self.brokers[lid]
+        if L.inc != inc:
+            return
+        parked = L.parked_fetch.get(fid)
+        if parked is None or parked[0] != gen:
+            return
+        del L.parked_fetch[fid]
+        offset = parked[1]
+        entries = L.log[offset:] if L.role == "leader" else []
+        self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "records", entries, L.hw),
+                  on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen))
+
+    def _wake_parked_fetches(self, L: Broker) -> None:
+        if not L.parked_fetch:
+            return
+        parked = L.parked_fetch
+        L.parked_fetch = {}
+        for fid, (gen, offset) in parked.items():
+            entries = L.log[offset:]
+            self.send(L.id, fid, self._follower_on_response, (fid, gen, L.id, "records", entries, L.hw),
+                      on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen))
+
+    def _fail_parked_fetches(self, L: Broker) -> None:
+        parked = L.parked_fetch
+        L.parked_fetch = {}
+        for fid, (gen, _offset) in parked.items():
+            self.send(L.id, fid, self._follower_on_response, (fid, gen, L.id, "not_leader", None, None))
+
+    def _follower_on_response(self, fid: int, gen: int, lid: int, kind: str, a: Any, b: Any) -> None:
+        f = self.brokers[fid]
+        if gen != f.fetch_gen:
+            return
+        f.fetch_inflight = False
+        if f.role != "follower" or f.leader_id != lid:
+            self._follower_fetch(fid)
+            return
+        if kind == "records":
+            entries: list[tuple[int, str, int]] = a
+            if entries:
+                first = f.leo
+                self._append(f, entries)
+                self.step("follower_fetch", f"broker-{fid}",
+                          f"B{fid} fetched {_fmt_offsets(first, f.leo - 1)} "
+                          f"({_fmt_records([e[1] for e in entries])}) from B{lid}; its LEO is now {f.leo}",
+                          broker=fid, records=[e[1] for e in entries], offsets=[first, f.leo - 1])
+            new_hw = min(b, f.leo)  # RFT 121-135: set, not maxed; clamped to the LEO
+            if new_hw != f.hw:
+                old = f.hw
+                f.hw = new_hw
+                self.step("follower_update_high_watermark", f"broker-{fid}",
+                          f"B{fid} learns the leader's HW: {old} -> {new_hw}", broker=fid)
+            self._follower_fetch(fid)
+        elif kind == "diverging":
+            self._truncate_on_divergence(f, a, b)
+            self._follower_fetch(fid)
+        elif kind == "out_of_range":
+            # historic: a follower ahead of the leader truncates to the leader's LEO
+            self._truncate(f, a, "high_watermark", kind="follower_truncate",
+                           text=f"B{fid} is ahead of leader B{lid} and truncates to its LEO {a}")
+            self._follower_fetch(fid)
+        else:  # not_leader
+            self.at(self.now + self.cfg.fetch_backoff_ms, self._follower_fetch_retry, fid, f.inc)
+
+    def _end_offset_for(self, br: Broker, requested: int) -> tuple[int, int]:
+        """LeaderEpochFileCache.endOffsetFor (LEFC 286-330)."""
+        cache = br.cache
+        if not cache:
+            return UNKNOWN, UNKNOWN
+        if requested == cache[-1][0]:
+            return requested, br.leo
+        floor = None
+        higher = None
+        for e, s in cache:
+            if e <= requested:
+                floor = (e, s)
+            elif higher is None:
+                higher = (e, s)
+        if higher is None:
+            return UNKNOWN, UNKNOWN
+        if floor is None:
+            return requested, higher[1]
+        return floor[0], higher[1]
+
+    def _truncate_on_divergence(self, f: Broker, e: int, end: int) -> None:
+        """AbstractFetcherThread truncation (AFT 583-633), including KIP-279's multi-round search."""
+        epochs = [c[0] for c in f.cache]
+        if e in epochs:
+            own_end = self._end_offset_for(f, e)[1]
+            target = min(end, own_end, f.leo)
+        else:
+            floor = [x for x in epochs if x <= e]
+            if floor:
+                target = self._end_offset_for(f, floor[-1])[1]
+                target = min(target, f.leo)
+            else:
+                target = min(end, f.leo)
+        if target < f.leo:
+            below_hw = " (below its own HW)" if target < f.hw else ""
+            self._truncate(f, target, "diverging_epoch",
+                           text=f"B{f.id} truncates its log to offset {target}{below_hw}, deleting "
+                                f"{_fmt_records([x[1] for x in f.log[target:]])}")
+
+    def _truncate(self, br: Broker, to: int, why: str, kind: str = "follower_truncate", text: str = "") -> None:
+        if to >= br.leo:
+            return
+        removed = br.log[to:]
+        del br.log[to:]
+        for off, (e, r, _b) in enumerate(removed, start=to):
+            br.truncated.append({"offset": off, "epoch": e, "record": r, "t_ms": self.now, "why": why})
+        br.flushed = min(br.flushed, to)
+        br.hw = min(br.hw, to)
+        br.cache = [c for c in br.cache if c[1] < to]
+        br.batch_offsets = {k: v for k, v in br.batch_offsets.items() if v[1] < to}
+        if why == "power_loss":
+            self.unsafe_history = True
+        self.step(kind, f"broker-{br.id}", text or f"B{br.id} truncates to offset {to}", broker=br.id,
+                  records=[x[1] for x in removed])
+
+    # ---------------------------------------------------------------------------------------
+    # ISR maintenance (§4)
+
+    def _isr_expiration_tick(self, period: int) -> None:
+        for br in self.brokers.values():
+            if br.alive and br.role == "leader":
+                self._maybe_shrink_isr(br)
+        self.at(self.now + period, self._isr_expiration_tick, period)
+
+    def _maybe_shrink_isr(self, br: Broker) -> None:
+        if br.pending is not None:
+            return  # P 1319-1321: nothing while an AlterPartition is in flight
+        out = []
+        for f in br.isr:
+            if f == br.id:
+                continue
+            st = br.fstate[f]
+            if self.prof.isr_by_caught_up_time:
+                if not self.caught_up(br, st):
+                    out.append(f)
+            else:
+                stuck = self.now - st.last_fetch_time > self.cfg.lag_time_ms
+                slow = st.leo >= 0 and br.leo - st.leo > self.cfg.lag_max_messages
+                if stuck or slow:
+                    out.append(f)
+        if not out:
+            return
+        new = [x for x in br.isr if x not in out]
+        self.step("leader_shrink_isr", f"broker-{br.id}",
+                  f"B{br.id} finds {_fmt_set(out)} out of sync (not caught up for more than "
+                  f"replica.lag.time.max.ms={self.cfg.lag_time_ms}); it asks to shrink the ISR to {_fmt_set(new)}",
+                  broker=br.id)
+        self._request_isr_change(br, new, "shrink")
+
+    def _maybe_expand_isr(self, L: Broker, fid: int) -> None:
+        if L.pending is not None or fid in L.isr:
+            return
+        if not self.eligible(fid):
+            return
+        st = L.fstate[fid]
+        if st.leo < L.hw:
+            return
+        if self.prof.leader_epochs and st.leo < L.epoch_start:
+            return  # P 1061-1066: the follower must reach the current epoch's start
+        new = L.isr + [fid]
+        self.step("leader_expand_isr", f"broker-{L.id}",
+                  f"B{fid} reached the HW {L.hw}" + (f" and the epoch start {L.epoch_start}"
+                                                     if self.prof.leader_epochs else "")
+                  + f"; B{L.id} asks to expand the ISR to {_fmt_set(new)}", broker=L.id)
+        self._request_isr_change(L, new, "expand")
+
+    def _request_isr_change(self, L: Broker, new: list[int], direction: str) -> None:
+        if self.prof.alter_partition:
+            L.pending = direction
+            L.pending_isr = list(new)
+            # P 224-266: an expansion counts at once; a shrink keeps the old members until committed
+            L.maximal = sorted(set(L.isr) | set(new), key=self._order) if direction == "expand" else list(L.isr)
+            self.send(L.id, "controller", self._ctl_alter_partition,
+                      (L.id, L.leader_epoch, L.partition_epoch, list(new)))
+        else:
+            # before AlterPartition (KIP-497) the leader wrote the ISR itself and used it at once
+            L.isr = list(new)
+            L.maximal = list(new)
+            self._ctl_alter_partition(L.id, L.leader_epoch, L.partition_epoch, list(new), direct=True)
+            self._maybe_increment_hw(L)
+            self._check_purgatory(L)
+
+    def _order(self, bid: int) -> int:
+        return self.replicas.index(bid) if bid in self.replicas else 99
+
+    # ---------------------------------------------------------------------------------------
+    # controller (§4.5, §5)
+
+    def _metadata(self) -> dict[str, Any]:
+        c = self.ctl
+        return {"leader": c.leader, "leader_epoch": c.leader_epoch, "partition_epoch": c.partition_epoch,
+                "isr": list(c.isr), "recovery": c.recovery}
+
+    def _publish(self, only: int | None = None) -> None:
+        meta = self._metadata()
+        for bid in (self.replicas if only is None else [only]):
+            if self.ctl.reg[bid].registered:
+                self.send("controller", bid, self._apply_metadata, (bid, meta))
+
+    def _ctl_acceptable(self, bid: int, exclude: set[int]) -> bool:
+        r = self.ctl.reg[bid]
+        return bid not in exclude and r.registered and not r.fenced and not r.shutting
+
+    def _ctl_alter_partition(self, lid: int, leader_epoch: int, partition_epoch: int, new_isr: list[int],
+                             direct: bool = False) -> None:
+        c = self.ctl
+        if not direct:
+            reason = None
+            if lid != c.leader or leader_epoch != c.leader_epoch:
+                reason = "FENCED_LEADER_EPOCH"
+            elif partition_epoch != c.partition_epoch:
+                reason = "INVALID_UPDATE_VERSION"
+            else:
+                for r in new_isr:
+                    if r not in c.isr and not self._ctl_acceptable(r, set()):
+                        reason = "INELIGIBLE_REPLICA"
+            if reason is not None:
+                self.step("controller_reject_alter_partition", "controller",
+                          f"The controller rejects B{lid}'s ISR change to {_fmt_set(new_isr)}: {reason}")
+                self.send("controller", lid, self._leader_alter_rejected, (lid, reason, partition_epoch))
+                return
+        recovered = c.recovery == "RECOVERING"
+        if recovered:
+            c.recovery = "RECOVERED"
+        old = list(c.isr)
+        self._ctl_change(sorted(new_isr, key=self._order), why="alter_partition", force_publish=recovered)
+        self.step("controller_alter_partition", "controller",
+                  f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
+                  f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)")
+        if recovered:
+            self.step("controller_recovered", f"broker-{lid}",
+                      f"B{lid}'s first ISR change carries RECOVERED: the partition leaves the RECOVERING state")
+
+    def _leader_alter_rejected(self, lid: int, reason: str, partition_epoch: int) -> None:
+        L = self.brokers[lid]
+        if L.pending is None or L.partition_epoch != partition_epoch:
+            return
+        if reason == "INELIGIBLE_REPLICA":
+            L.pending = None
+            L.maximal = list(L.isr)
+            self._maybe_increment_hw(L)
+
+    def _ctl_change(self, target_isr: list[int], *, why: str, exclude: set[int] | None = None,
+                    election: str = "online", drop_from_elr: int | None = None, force_publish: bool = False,
+                    preferred: int | None = None) -> None:
+        """PartitionChangeBuilder: ELR populate (PCB 539-570), election (PCB 261-289), epochs (PReg 255-277)."""
+        c = self.ctl
+        prof = self.prof
+        exclude = exclude or set()
+        old_leader, old_isr, old_elr, old_lke = c.leader, list(c.isr), list(c.elr), list(c.lke)
+        eff = self.eff_min()
+        new_elr = list(c.elr)
+        new_lke = list(c.lke)
+        if self.cfg.elr:
+            if len(target_isr) >= eff:
+                new_elr, new_lke = [], []
+            else:
+                pool = (set(c.elr) | set(c.isr)) - set(target_isr)
+                if drop_from_elr is not None:
+                    pool.discard(drop_from_elr)
+                new_elr = [r for r in self.replicas if r in pool]
+        elif drop_from_elr is not None and drop_from_elr in new_elr:
+            new_elr.remove(drop_from_elr)
+
+        def acceptable(r: int) -> bool:
+            return self._ctl_acceptable(r, exclude)
+
+        leader = NO_LEADER
+        how = ""
+        if preferred is not None:
+            leader, how = preferred, "preferred"
+        elif old_leader != NO_LEADER and old_leader in target_isr and acceptable(old_leader):
+            leader, how = old_leader, "kept"
+        else:
+            if self.cfg.largest_leo_election:
+                pool_ids = [r for r in self.replicas if acceptable(r)
+                            and (r in target_isr or (not target_isr and r in new_elr))]
+                if pool_ids:
+                    leader = max(pool_ids, key=lambda r: (self.brokers[r].leo, -self._order(r)))
+                    how = "largest_leo"
+            else:
+                for r in self.replicas:
+                    if acceptable(r) and (r in target_isr or (not target_isr and r in new_elr)):
+                        leader = r
+                        how = "elr" if r not in target_isr else "clean"
+                        break
+            if (leader == NO_LEADER and self.cfg.elr and not target_isr and not new_elr and len(new_lke) == 1
+                    and acceptable(new_lke[0])):
+                leader, how = new_lke[0], "last_known"
+            if leader == NO_LEADER and (election == "unclean" or c.unclean):
+                for r in self.replicas:
+                    if acceptable(r):
+                        leader, how = r, "unclean"
+                        break
+        new_isr = list(target_isr)
+        new_recovery = c.recovery
+        if how == "elr":
+            new_isr = [leader]
+            new_elr = [r for r in new_elr if r != leader]
+        elif how in ("unclean", "last_known"):
+            new_isr = [leader]
+            new_elr, new_lke = [], []
+            if prof.recovering_state:
+                new_recovery = "RECOVERING"
+            self.unsafe_history = True
+        if not new_isr and not self.cfg.elr:
+            new_isr = old_isr  # PCB 446-454: without ELR the last ISR member is never removed
+        if self.cfg.elr and leader == NO_LEADER and not new_isr and not new_lke and old_leader != NO_LEADER:
+            new_lke = [old_leader]  # PCB 496-507: remember the last leader
+        leader_changed = leader != old_leader
+        changed = (leader_changed or new_isr != old_isr or new_elr != old_elr or new_lke != old_lke
+                   or new_recovery != c.recovery or force_publish)
+        if not changed:
+            return
+        if leader_changed:
+            c.leader_epoch += 1
+        elif (prof.epoch_bump_on_controller_shrink and why in ("fence", "shutdown", "unclean_restart")
+              and len(new_isr) < len(old_isr)):
+            c.leader_epoch += 1  # before 3.6 a controller-driven shrink bumped the leader epoch
+        c.partition_epoch += 1
+        c.leader, c.isr, c.elr, c.lke, c.recovery = leader, new_isr, new_elr, new_lke, new_recovery
+        if new_elr != old_elr:
+            self.step("controller_update_elr", "controller",
+                      f"ELR {_fmt_set(old_elr)} -> {_fmt_set(new_elr)} (ISR {_fmt_set(new_isr)} is "
+                      f"{'below' if len(new_isr) < eff else 'at or above'} min.insync.replicas {eff})")
+        if leader_changed:
+            if leader == NO_LEADER:
+                self.step("controller_partition_offline", "controller",
+                          f"No replica can lead: the partition is OFFLINE (leader -1, epoch {c.leader_epoch}, "
+                          f"ISR {_fmt_set(new_isr)}"
+                          + (f", ELR {_fmt_set(new_elr)}" if self.cfg.elr else "") + ")")
+            else:
+                kind, detail = {
+                    "clean": ("controller_elect_leader", "the first ISR member in assignment order"),
+                    "elr": ("controller_elect_leader", "an eligible leader replica (the ISR was empty)"),
+                    "last_known": ("controller_elect_last_known_leader",
+                                   "the last known leader (ISR and ELR empty), marked unclean"),
+                    "unclean": ("controller_elect_unclean",
+                                "UNCLEAN: the first live replica in assignment order, not in the ISR"),
+                    "preferred": ("controller_elect_preferred", "the preferred replica"),
+                    "largest_leo": ("controller_elect_largest_leo",
+                                    "PROPOSAL (KIP-250, not Kafka): the ISR member with the largest LEO"),
+                }[how]
+                self.step(kind, "controller",
+                          f"The controller elects B{leader} leader at epoch {c.leader_epoch}: {detail}; "
+                          f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else ""))
+        self._publish()
+
+    def _broker_heartbeat(self, bid: int, inc: int) -> None:
+        br = self.brokers[bid]
+        if br.inc != inc or not br.alive:
+            return
+        if br.registered:
+            self.send(bid, "controller", self._ctl_heartbeat, (bid, inc))
+        else:
+            self.send(bid, "controller", self._ctl_register, (bid, inc, br.clean_shutdown))
+        self.at(self.now + self.cfg.heartbeat_ms, self._broker_heartbeat, bid, inc)
+
+    def _ctl_heartbeat(self, bid: int, inc: int) -> None:
+        r = self.ctl.reg[bid]
+        if inc != r.inc:
+            return
+        r.last_hb = self.now
+        r.hb_count += 1
+        self.at(self.now + self.cfg.session_timeout_ms + 1, self._ctl_session_check, bid, r.hb_count)
+        if r.fenced and r.registered and not r.shutting:
+            r.fenced = False
+            self.step("controller_unfence_broker", "controller", f"The controller unfences B{bid}")
+            self._ctl_broker_available(bid)
+        if self.brokers[bid].partition_epoch < self.ctl.partition_epoch and bid in self.replicas:
+            self._publish(only=bid)
+
+    def _ctl_broker_available(self, bid: int) -> None:
+        """handleBrokerUnfenced (RCM 1338-1350): leaderless partitions retry their election."""
+        c = self.ctl
+        if c.leader == NO_LEADER and bid in self.replicas:
+            self._ctl_change(list(c.isr), why="unfence")
+
+    def _ctl_session_check(self, bid: int, hb_count: int) -> None:
+        r = self.ctl.reg[bid]
+        if r.fenced or r.hb_count != hb_count:
+            return
+        r.fenced = True
+        self.step("controller_fence_broker", "controller",
+                  f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
+                  f"the controller fences it", broker=bid)
+        c = self.ctl
+        if bid in c.isr and bid in self.replicas:
+            self._ctl_change([x for x in c.isr if x != bid], why="fence", exclude={bid})
+
+    def _ctl_register(self, bid: int, inc: int, clean: bool) -> None:
+        c = self.ctl
+        r = c.reg[bid]
+        if inc <= r.inc and r.registered:
+            return
+        if not r.fenced and self.now - r.last_hb <= self.cfg.session_timeout_ms:
+            return  # CCM 363-372: DUPLICATE_BROKER_REGISTRATION while the old session lives; it retries
+        r.registered = True
+        r.inc = inc
+        r.fenced = True
+        r.shutting = False
+        r.last_hb = self.now
+        r.hb_count += 1
+        self.at(self.now + self.cfg.session_timeout_ms + 1, self._ctl_session_check, bid, r.hb_count)
+        unclean_restart = self.cfg.elr and not clean
+        self.step("controller_register_broker", "controller",
+                  f"B{bid} registers a new incarnation after a {'clean' if clean else 'unclean'} shutdown"
+                  + ("; it is removed from the ISR and the ELR" if unclean_restart and bid in c.isr + c.elr
+                     else ""), broker=bid)
+        self.send("controller", bid, self._broker_registered, (bid, inc))
+        if bid in self.replicas:
+            if unclean_restart and (bid in c.isr or bid in c.elr):
+                self._ctl_change([x for x in c.isr if x != bid], why="unclean_restart", exclude={bid},
+                                 drop_from_elr=bid)
+            elif bid in c.isr and len(c.isr) > 1:
+                self._ctl_change([x for x in c.isr if x != bid], why="fence", exclude={bid})
+            self._publish(only=bid)
+
+    def _broker_registered(self, bid: int, inc: int) -> None:
+        br = self.brokers[bid]
+        if br.inc == inc:
+            br.registered = True
+            br.clean_shutdown = False
+
+    def _ctl_rebalance_tick(self) -> None:
+        c = self.ctl
+        pref = self.replicas[0]
+        if (c.leader != pref and c.leader != NO_LEADER and pref in c.isr and self._ctl_acceptable(pref, set())):
+            self._ctl_change(list(c.isr), why="preferred", preferred=pref)
+        self.at(self.now + self.cfg.rebalance_interval_ms, self._ctl_rebalance_tick)
+
+    def _ctl_unclean_tick(self) -> None:
+        c = self.ctl
+        if c.leader == NO_LEADER and c.unclean:
+            self._ctl_change(list(c.isr), why="periodic_unclean", election="unclean")
+        self.at(self.now + self.cfg.unclean_interval_ms, self._ctl_unclean_tick)
+
+    # ---------------------------------------------------------------------------------------
+    # brokers applying metadata (makeLeader / makeFollower)
+
+    def _apply_metadata(self, bid: int, meta: dict[str, Any], quiet: bool = False) -> None:
+        br = self.brokers[bid]
+        if meta["partition_epoch"] < br.partition_epoch or (
+                meta["partition_epoch"] == br.partition_epoch and not quiet):
+            return
+        leader = meta["leader"]
+        was_leader = br.role == "leader"
+        old_leader = br.leader_id
+        new_epoch = meta["leader_epoch"] != br.leader_epoch
+        br.partition_epoch = meta["partition_epoch"]
+        br.leader_epoch = meta["leader_epoch"]
+        br.leader_id = leader
+        if leader == bid:
+            had_pending = br.pending
+            br.isr = list(meta["isr"])
+            br.maximal = list(br.isr)
+            br.pending = None
+            br.pending_isr = []
+            if not was_leader or new_epoch:
+                self._become_leader(br, meta, was_leader, quiet)
+            elif had_pending is not None:
+                self.step("leader_commit_isr", f"broker-{bid}",
+                          f"B{bid} learns its ISR change is committed: ISR {_fmt_set(br.isr)}", broker=bid)
+            self._maybe_increment_hw(br)
+            self._check_purgatory(br)
+            return
+        if was_leader:
+            br.role = "none"
+            self._check_purgatory(br)  # P: completeDelayedOperationsWhenNotPartitionLeader
+            self._fail_parked_fetches(br)
+            br.fstate = {}
+        br.isr = list(meta["isr"])
+        br.maximal = list(br.isr)
+        br.pending = None
+        if leader == NO_LEADER:
+            br.role = "none"
+            br.fetch_gen += 1
+            br.fetch_inflight = False
+            return
+        br.role = "follower"
+        if leader != old_leader or was_leader:
+            if not self.prof.leader_epochs:
+                if br.hw < br.leo:
+                    self._truncate(br, br.hw, "high_watermark", kind="follower_truncate_to_hw",
+                                   text=f"Historic rule (before KIP-101): B{bid} cuts its log back to its own "
+                                        f"HW {br.hw}, deleting {_fmt_records([x[1] for x in br.log[br.hw:]])}")
+            if not quiet:
+                self.step("follower_become", f"broker-{bid}",
+                          f"B{bid} now follows B{leader} (leader epoch {br.leader_epoch})", broker=bid)
+            br.fetch_gen += 1
+            br.fetch_inflight = False
+        self._follower_fetch(bid)
+
+    def _become_leader(self, br: Broker, meta: dict[str, Any], was_leader: bool, quiet: bool) -> None:
+        """Partition.makeLeader (P 733-822)."""
+        epoch = meta["leader_epoch"]
+        br.role = "leader"
+        br.epoch_start = br.leo
+        br.cache = [c for c in br.cache if c[0] < epoch and c[1] < br.leo] + [[epoch, br.leo]]
+        if not was_leader:
+            br.fstate = {f: FollowerState(self.now, f in br.isr) for f in self.replicas if f != br.id}
+            br.fetch_gen += 1
+            br.fetch_inflight = False
+        br.last_hold = -1
+        if meta["recovery"] == "RECOVERING":
+            br.recovery = "RECOVERED"
+        if not quiet:
+            self.step("leader_become", f"broker-{br.id}",
+                      f"B{br.id} becomes leader at epoch {epoch}; the epoch starts at offset {br.leo}; its HW is "
+                      f"{br.hw}; it waits for every ISR follower to fetch before the HW can move", broker=br.id)
+
+    # ---------------------------------------------------------------------------------------
+    # faults and admin actions
+
+    def crash(self, bid: int, lose_unflushed: bool, power: bool = False) -> None:
+        br = self.brokers[bid]
+        if not br.alive:
+            return
+        br.status = "crashed"
+        br.inc += 1
+        br.clean_shutdown = False
+        for entry in br.parked:
+            if self.linked(bid, "producer"):
+                self.at(self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION")
+        br.parked = []
+        for fid, (gen, _o) in br.parked_fetch.items():
+            if self.linked(bid, fid):
+                self.at(self.now + NETWORK_DELAY_MS, self._fetch_failed, fid, self.brokers[fid].inc, gen)
+        br.parked_fetch = {}
+        kind = "broker_power_loss" if power else "broker_crash"
+        lost = br.leo - br.flushed if lose_unflushed else 0
+        self.step(kind, "operator",
+                  (f"B{bid} loses power" if power else f"B{bid}'s process crashes")
+                  + (f"; {lost} unflushed record(s) in its page cache are gone" if lost else
+                     ("; its page cache survives" if not lose_unflushed else "")), broker=bid)
+        if lose_unflushed:
+            self.unsafe_history = True
+            if lost:
+                self._truncate(br, br.flushed, "power_loss", kind="broker_power_loss",
+                               text=f"B{bid}'s log now ends at its flushed offset {br.flushed}")
+
+    def power_loss(self, ids: list[int]) -> None:
+        for bid in ids:
+            self.crash(bid, True, power=True)
+
+    def shutdown(self, bid: int) -> None:
+        br = self.brokers[bid]
+        if not br.alive:
+            return
+        self.step("broker_shutdown", "operator", f"B{bid} begins a controlled shutdown", broker=bid)
+        self.send(bid, "controller", self._ctl_controlled_shutdown, (bid,),
+                  on_lost=(self._finish_shutdown, bid, br.inc))
+        # if the controller cannot be reached, the broker gives up waiting and stops anyway
+        self.at(self.now + self.cfg.session_timeout_ms, self._finish_shutdown, bid, br.inc)
+
+    def _ctl_controlled_shutdown(self, bid: int) -> None:
+        c = self.ctl
+        r = c.reg[bid]
+        r.shutting = True
+        if bid in c.isr:
+            self._ctl_change([x for x in c.isr if x != bid], why="shutdown", exclude={bid})
+        self.send("controller", bid, self._finish_shutdown, (bid, self.brokers[bid].inc))
+
+    def _finish_shutdown(self, bid: int, inc: int) -> None:
+        br = self.brokers[bid]
+        if br.inc != inc or not br.alive:
+            return
+        br.flushed = br.leo
+        br.status = "shutdown"
+        br.inc += 1
+        br.clean_shutdown = True
+        for entry in br.parked:
+            self.at(self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION")
+        br.parked = []
+        br.parked_fetch = {}
+        r = self.ctl.reg[bid]
+        r.fenced = True
+        self.step("broker_shutdown", "operator",
+                  f"B{bid} has flushed its log to offset {br.leo} and stopped (clean shutdown)", broker=bid)
+
+    def restart(self, bid: int) -> None:
+        br = self.brokers[bid]
+        if br.alive:
+            return
+        br.status = "running"
+        br.inc += 1
+        br.hw = min(br.hw, br.leo)  # UL 288-300: the checkpointed HW is clamped to the recovered LEO
+        br.cache = [c for c in br.cache if c[1] <= br.leo]
+        br.role = "none"
+        br.leader_id = NO_LEADER
+        br.partition_epoch = -1
+        br.leader_epoch = -1
+        br.isr, br.maximal, br.pending, br.fstate = [], [], None, {}
+        br.parked, br.parked_fetch = [], {}
+        br.fetch_inflight = False
+        br.fetching = True
+        br.registered = False
+        self.step("broker_restart", "operator",
+                  f"B{bid} starts and recovers its log: LEO {br.leo}, HW {br.hw}, flushed {br.flushed}", broker=bid)
+        self.at(self.now, self._broker_heartbeat, bid, br.inc)
+
+    def stop_fetching(self, bid: int, on: bool) -> None:
+        br = self.brokers[bid]
+        br.fetching = on
+        if on:
+            self.step("broker_resume_fetching", "operator", f"B{bid} fetches again", broker=bid)
+            self._follower_fetch(bid)
+        else:
+            self.step("broker_stop_fetching", "operator",
+                      f"B{bid} stops fetching (still alive and heartbeating)", broker=bid)
+
+    def isolate(self, bid: int, parties: list[Any] | None, heal: bool) -> None:
+        if parties is None:
+            parties = ["controller", "producer"] + [b for b in self.brokers if b != bid]
+        pairs = {frozenset((bid, p)) for p in parties}
+        names = ", ".join(("B" + str(p)) if isinstance(p, int) else p for p in parties)
+        if heal:
+            self.cut -= pairs
+            self.step("network_heal", "operator", f"The network between B{bid} and {names} is restored",
+                      broker=bid)
+            br = self.brokers[bid]
+            if br.alive and "controller" in parties and br.pending is not None and br.role == "leader":
+                self.send(bid, "controller", self._ctl_alter_partition,
+                          (bid, br.leader_epoch, br.partition_epoch, list(br.pending_isr)))
+            if br.alive and br.role == "follower" and not br.fetch_inflight:
+                self._follower_fetch(bid)
+        else:
+            self.cut |= pairs
+            self.step("network_isolate", "operator", f"The network between B{bid} and {names} is cut",
+                      broker=bid)
+
+    def set_config(self, key: str, value: Any) -> None:
+        c = self.ctl
+        self.step("config_set", "operator", f"An operator sets {key}={str(value).lower()}")
+        if key == "unclean.leader.election.enable":
+            c.unclean = bool(value)
+            # KRaft does not elect at once on this change (TC 166-170); the periodic check or an
+            # admin election does. Brokers fenced or unfenced later elect uncleanly at once.
+        elif key == "min.insync.replicas":
+            c.min_isr = int(value)
+            if self.cfg.elr and (c.elr or c.lke):
+                c.elr, c.lke = [], []  # changing min ISR clears the topic's ELR (ops docs, KIP-966)
+                c.partition_epoch += 1
+                self._publish()
+            for br in self.brokers.values():
+                if br.alive and br.role == "leader":
+                    self._maybe_increment_hw(br)
+                    self._check_purgatory(br)
+        elif key == "flush.messages":
+            self.flush_messages = value
+
+    def elect(self, kind: str) -> None:
+        c = self.ctl
+        if kind == "unclean":
+            if c.leader != NO_LEADER:
+                self.step("controller_admin_election", "controller",
+                          f"Admin unclean election: ELECTION_NOT_NEEDED, B{c.leader} already leads")
+                return
+            self.step("controller_admin_election", "controller",
+                      "Admin unclean election (kafka-leader-election.sh --election-type unclean)")
+            self._ctl_change(list(c.isr), why="admin", election="unclean")
+            if c.leader == NO_LEADER:
+                self.step("controller_admin_election", "controller",
+                          "ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica can lead")
+        else:
+            pref = self.replicas[0]
+            if c.leader == pref:
+                self.step("controller_admin_election", "controller",
+                          f"Admin preferred election: ELECTION_NOT_NEEDED, B{pref} already leads")
+            elif pref in c.isr and self._ctl_acceptable(pref, set()):
+                self._ctl_change(list(c.isr), why="preferred", preferred=pref)
+            else:
+                self.step("controller_admin_election", "controller",
+                          f"Admin preferred election: PREFERRED_LEADER_NOT_AVAILABLE (B{pref} is not a live "
+                          "ISR member)")
+
+    # ---------------------------------------------------------------------------------------
+    # settle
+
+    def settled(self) -> bool:
+        for b in self.batches:
+            if b.outcome is None:
+                return False
+        c = self.ctl
+        if c.leader == NO_LEADER:
+            return True
+        L = self.brokers[c.leader]
+        if not L.alive or L.role != "leader":
+            return not any(b.alive for b in self.brokers.values()) or not L.alive
+        if L.pending is not None:
+            return False
+        for fid in self.replicas:
+            if fid == L.id:
+                continue
+            f = self.brokers[fid]
+            if not f.alive or not f.fetching or not self.linked(fid, L.id):
+                continue
+            if f.leo != L.leo or f.hw != L.hw:
+                return False
+        return True
+
+    # ---------------------------------------------------------------------------------------
+    # observation
+
+    def snapshot(self) -> dict[str, Any]:
+        c = self.ctl
+        leader_b = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        brokers: dict[str, Any] = {}
+        for bid in sorted(self.brokers):
+            b = self.brokers[bid]
+            r = c.reg[bid]
+            if leader_b is not None and bid != c.leader and bid in leader_b.fstate and leader_b.role == "leader":
+                reported = leader_b.fstate[bid].leo
+            else:
+                reported = None
+            brokers[str(bid)] = {
+                "alive": b.alive,
+                "fenced": r.fenced,
+                "status": b.status,
+                "rack": b.rack,
+                "role": b.role if b.alive else "none",
+                "leo": b.leo,
+                "hw": b.hw,
+                "flushed": b.flushed,
+                "log": [{"offset": i, "epoch": e, "record": rec} for i, (e, rec, _x) in enumerate(b.log)],
+                "epoch_cache": [list(x) for x in b.cache],
+                "fetching": b.fetching,
+                "isolated_from": sorted((next(iter(p - {bid})) for p in self.cut if bid in p), key=str),
+                "reported_leo": reported,
+                "truncated": list(b.truncated),
+                "replica": bid in self.replicas,
+            }
+        leader_hw = leader_b.hw if leader_b is not None else None
+        part = {
+            "leader": c.leader,
+            "leader_epoch": c.leader_epoch,
+            "partition_epoch": c.partition_epoch,
+            "isr": list(c.isr),
+            "elr": list(c.elr),
+            "last_known_elr": list(c.lke),
+            "online": c.leader != NO_LEADER,
+            "recovery_state": c.recovery,
+            "replicas": list(self.replicas),
+            "hw": leader_hw,
+            "maximal_isr": list(leader_b.maximal) if leader_b is not None and leader_b.role == "leader"
+            else list(c.isr),
+            "pending_isr_change": leader_b.pending if leader_b is not None else None,
+            "effective_min_isr": self.eff_min(),
+            "min_insync_replicas": c.min_isr,
+            "under_min_isr": len(c.isr) < self.eff_min(),
+            "unclean_leader_election_enable": c.unclean,
+        }
+        in_flight = [{"index": b.index, "records": b.records, "acks": b.acks_shown, "attempt": b.attempts,
+                      "state": b.state, "target": b.target}
+                     for b in self.batches if b.outcome is None]
+        return {"t_ms": self.now, "partition": part, "brokers": brokers, "producer": {"in_flight": in_flight}}
+
+    # ---------------------------------------------------------------------------------------
+    # invariants (checked after every step when asked; see tests)
+
+    def _check_invariants(self) -> None:
+        c = self.ctl
+        where = f"step {self.nsteps} (t={self.now} ms)"
+        if c.leader != NO_LEADER and c.leader not in c.isr:
+            self.violations.append(f"{where}: leader B{c.leader} is not in the ISR {c.isr}")
+        for b in self.brokers.values():
+            if not b.alive or b.role != "leader":
+                continue
+            seen = self.hw_seen.get(b.id)
+            if seen is not None and seen[0] == b.leader_epoch and b.hw < seen[1]:
+                self.violations.append(f"{where}: B{b.id}'s HW went down from {seen[1]} to {b.hw}")
+            self.hw_seen[b.id] = (b.leader_epoch, b.hw)
+            for f in b.maximal:
+                if f == b.id:
+                    continue
+                rep = b.fstate[f].leo
+                if rep >= 0 and b.hw > rep and b.id == c.leader:
+                    self.violations.append(
+                        f"{where}: leader B{b.id}'s HW {b.hw} passes maximal-ISR member B{f}'s reported LEO {rep}")
+        if self.unsafe_history or not self.prof.leader_epochs or c.leader == NO_LEADER:
+            return
+        L = self.brokers[c.leader]
+        if not L.alive:
+            return
+        for f in self.brokers.values():
+            if f is L or not f.alive or f.leader_id != L.id or f.role != "follower":
+                continue
+            upto = min(f.hw, L.leo)
+            for off in range(upto):
+                if f.log[off][:2] != L.log[off][:2]:
+                    self.violations.append(
+                        f"{where}: B{f.id} disagrees with leader B{L.id} at offset {off}, below its HW {f.hw}")
+                    break
+
+    # ---------------------------------------------------------------------------------------
+    # results
+
+    def result(self) -> dict[str, Any]:
+        c = self.ctl
+        final = self.snapshot()
+        produce = []
+        acked: list[str] = []
+        for b in self.batches:
+            produce.append({
+                "records": b.records, "acks": b.acks_shown, "outcome": b.outcome or "pending", "error": b.error,
+                "offsets": b.offsets, "attempts": b.attempts, "sent_ms": b.first_send, "done_ms": b.done_ms,
+            })
+            if b.outcome == "acked":
+                acked.extend(b.records)
+        if c.leader != NO_LEADER:
+            L = self.brokers[c.leader]
+            leader_records = [r for (_e, r, _b) in L.log]
+            present = set(leader_records)
+            lost = [r for r in acked if r not in present]
+            visible = leader_records[:L.hw]
+            counts: dict[str, int] = {}
+            for r in leader_records:
+                counts[r] = counts.get(r, 0) + 1
+            dups = [r for r, n in counts.items() if n > 1]
+        else:
+            lost, visible, dups = [], [], []
+        out = {
+            "version": 1,
+            "final": final,
+            "produce": produce,
+            "acked_records": acked,
+            "lost_acked_records": lost,
+            "visible_records": visible,
+            "duplicate_records": dups,
+            "step_count": self.nsteps,
+            "profile": {"kafka_version": self.prof.version, "label": self.prof.label,
+                        "description": self.prof.description},
+            "proposals": list(self.cfg.proposals),
+            "seed": self.cfg.seed,
+        }
+        if self.record:
+            out["steps"] = self.steps
+        if self.at_step is not None:
+            out["view"] = self.view if self.view is not None else final
+        if self.check:
+            out["violations"] = self.violations
+        return out
+
+
+def run(cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool) -> dict[str, Any]:
+    sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants)
+    sim.start()
+    for i, a in enumerate(cfg.actions):
+        do = a.do
+        if do == "produce":
+            sim.produce(a, len(sim.batches))
+        elif do == "advance":
+            sim.run_until(sim.now + a.ms)
+        elif do == "settle":
+            if not sim.settled():
+                sim.run_until(sim.now + a.max_ms, stop=sim.settled)
+        elif do == "crash":
+            sim.crash(a.broker, a.lose_unflushed)
+        elif do == "power_loss":
+            ids = a.brokers if a.brokers is not None else [b for b, r in cfg.brokers if r == a.rack]
+            sim.power_loss(ids)
+        elif do == "shutdown":
+            sim.shutdown(a.broker)
+        elif do == "restart":
+            sim.restart(a.broker)
+        elif do in ("stop_fetching", "resume_fetching"):
+            sim.stop_fetching(a.broker, do == "resume_fetching")
+        elif do in ("isolate", "heal"):
+            sim.isolate(a.broker, a.from_, do == "heal")
+        elif do == "set":
+            sim.set_config(a.key, a.value)
+        elif do == "elect":
+            sim.elect(a.type)
+        else:  # pragma: no cover - the scenario model admits nothing else
+            raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
+    return sim.result()

@@ -1,0 +1,176 @@
+"""The vocabulary of engine steps.
+
+Every observable event the engine emits has a `kind` from STEP_KINDS. A kind is named actor +
+verb, the way the Kafka TLA+ specifications name transitions, and carries the Kafka function it
+paraphrases (`code`) with the source file and line range it was read from (see
+../shared/reference/kafka-semantics.md §0 for the commit). The UI's pseudocode panel, the event
+log and the tests all key on these names, so they are part of the engine's public surface:
+renaming one is a breaking change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KAFKA_SOURCE_COMMIT = "1eb7644349cb07139d6a3c1ad1986979647cac99"
+KAFKA_SOURCE_BASE_URL = f"https://github.com/apache/kafka/blob/{KAFKA_SOURCE_COMMIT}/"
+
+_P = "core/src/main/scala/kafka/cluster/Partition.scala"
+_REP = "core/src/main/scala/kafka/cluster/Replica.scala"
+_RM = "core/src/main/scala/kafka/server/ReplicaManager.scala"
+_DP = "core/src/main/scala/kafka/server/DelayedProduce.scala"
+_AFT = "core/src/main/scala/kafka/server/AbstractFetcherThread.scala"
+_RFT = "core/src/main/scala/kafka/server/ReplicaFetcherThread.scala"
+_UL = "core/src/main/scala/kafka/log/UnifiedLog.scala"
+_PCB = "metadata/src/main/java/org/apache/kafka/controller/PartitionChangeBuilder.java"
+_RCM = "metadata/src/main/java/org/apache/kafka/controller/ReplicationControlManager.java"
+_CCM = "metadata/src/main/java/org/apache/kafka/controller/ClusterControlManager.java"
+_QC = "metadata/src/main/java/org/apache/kafka/controller/QuorumController.java"
+_KA = "core/src/main/scala/kafka/server/KafkaApis.scala"
+_SENDER = "clients/src/main/java/org/apache/kafka/clients/producer/internals/Sender.java"
+_LEFC = "storage/src/main/java/org/apache/kafka/storage/internals/epoch/LeaderEpochFileCache.java"
+
+
+@dataclass(frozen=True, slots=True)
+class StepKind:
+    actor: str  # "producer", "broker", "controller" or "operator"
+    code: str  # the Kafka function this step paraphrases
+    path: str  # source file relative to the repository root; "" for a fault with no Kafka code
+    lines: str  # line range at KAFKA_SOURCE_COMMIT as cited in the reference, "" when none is cited
+    summary: str
+
+    @property
+    def url(self) -> str | None:
+        """A link to the paraphrased source, or None for faults that have no Kafka code."""
+        if not self.path:
+            return None
+        if not self.lines:
+            return f"{KAFKA_SOURCE_BASE_URL}{self.path}"
+        first, _, last = self.lines.partition("-")
+        anchor = f"#L{first}" + (f"-L{last}" if last else "")
+        return f"{KAFKA_SOURCE_BASE_URL}{self.path}{anchor}"
+
+
+STEP_KINDS: dict[str, StepKind] = {
+    # producer client
+    "producer_send": StepKind("producer", "Sender.sendProduceRequest", _SENDER, "",
+                              "the producer sends a batch to the broker it believes leads the partition"),
+    "producer_receive": StepKind("producer", "Sender.completeBatch", _SENDER, "",
+                                 "the producer gets the broker's answer for a batch"),
+    "producer_retry": StepKind("producer", "Sender.reenqueueBatch", _SENDER, "",
+                               "a retriable error: the producer will send the batch again after a backoff"),
+    "producer_give_up": StepKind("producer", "Sender.failBatch", _SENDER, "",
+                                 "the batch is failed to the application (delivery timeout or a fatal error)"),
+    # leader, produce path
+    "leader_reject_invalid_acks": StepKind("broker", "ReplicaManager.appendRecords", _RM, "814-817",
+                                           "acks other than -1, 0, 1: INVALID_REQUIRED_ACKS, nothing appended"),
+    "leader_reject_not_leader": StepKind("broker", "Partition.appendRecordsToLeader", _P, "1375-1404",
+                                         "this broker does not lead the partition: NOT_LEADER_OR_FOLLOWER"),
+    "leader_reject_not_enough_replicas": StepKind(
+        "broker", "Partition.appendRecordsToLeader", _P, "1384-1387",
+        "acks=all and the committed ISR is smaller than the effective min ISR: NOT_ENOUGH_REPLICAS "
+        "before the append, so nothing is written"),
+    "leader_append": StepKind("broker", "Partition.appendRecordsToLeader", _P, "1389-1393",
+                              "the leader appends the batch, stamping its leader epoch"),
+    "leader_dedupe_idempotent": StepKind("broker", "UnifiedLog.analyzeAndValidateProducerState", _UL, "890-897",
+                                         "an idempotent retry of a batch already in the log: the original "
+                                         "offsets are returned, nothing new is appended"),
+    "leader_park_produce": StepKind("broker", "ReplicaManager.appendRecords", _RM, "1002-1028",
+                                    "acks=all: the request waits in the produce purgatory for the HW"),
+    "leader_complete_produce": StepKind("broker", "Partition.checkEnoughReplicasReachOffset", _P, "1111-1147",
+                                        "a parked acks=all request completes (success or error)"),
+    "leader_respond_produce": StepKind("broker", "ReplicaManager.appendRecords", _RM, "1408-1419",
+                                       "acks=1: the leader answers right after its own append"),
+    "leader_expire_produce": StepKind("broker", "DelayedProduce.onExpiration", _DP, "120-135",
+                                      "a parked request reaches its timeout: REQUEST_TIMED_OUT"),
+    "leader_advance_high_watermark": StepKind("broker", "Partition.maybeIncrementLeaderHW", _P, "1149-1222",
+                                              "the leader's HW moves up to the smallest LEO it must wait for"),
+    "leader_hold_high_watermark": StepKind("broker", "Partition.maybeIncrementLeaderHW", _P, "1175-1178",
+                                           "the committed ISR is below min.insync.replicas: the HW is frozen"),
+    # leader, fetch and ISR
+    "leader_serve_fetch": StepKind("broker", "Partition.fetchRecords", _P, "1450-1531",
+                                   "the leader records the follower's fetch offset as its LEO and sends records"),
+    "leader_diverging_epoch": StepKind("broker", "Partition.fetchRecords", _P, "1517-1570",
+                                       "the follower's last epoch ends earlier on the leader: answer DivergingEpoch"),
+    "leader_shrink_isr": StepKind("broker", "Partition.maybeShrinkIsr", _P, "1253-1329",
+                                  "a follower is out of sync: AlterPartition is sent to shrink the ISR"),
+    "leader_expand_isr": StepKind("broker", "Partition.maybeExpandIsr", _P, "1016-1066",
+                                  "a follower reached the HW and the epoch start: AlterPartition to add it"),
+    "leader_commit_isr": StepKind("broker", "Partition.handleAlterPartitionUpdate", _P, "1967-1996",
+                                  "the controller accepted the ISR change: it is now committed"),
+    "leader_become": StepKind("broker", "Partition.makeLeader", _P, "733-822",
+                              "the broker becomes leader: new epoch starts at its LEO; follower LEOs unknown"),
+    # follower
+    "follower_fetch": StepKind("broker", "AbstractFetcherThread.processFetchRequest", _AFT, "",
+                               "the follower appends what it fetched and learns the leader's HW"),
+    "follower_update_high_watermark": StepKind("broker", "ReplicaFetcherThread.processPartitionData", _RFT,
+                                               "121-135", "follower HW = min(leader HW in the response, own LEO)"),
+    "follower_truncate": StepKind("broker", "AbstractFetcherThread.truncateOnFetchResponse", _AFT, "583-633",
+                                  "the follower deletes its log tail after the point where it diverges"),
+    "follower_truncate_to_hw": StepKind("broker", "ReplicaFetcherThread.truncate (pre-0.11)", _RFT, "175-189",
+                                        "historic rule: the follower cuts its log back to its own HW"),
+    "follower_become": StepKind("broker", "Partition.makeFollower", _P, "",
+                                "the broker follows a new leader"),
+    # brokers and storage
+    "broker_flush": StepKind("broker", "UnifiedLog.flush", _UL, "930-934",
+                             "flush.messages reached: the log is fsynced up to its LEO"),
+    "broker_crash": StepKind("operator", "(process crash)", "", "",
+                             "the broker process stops; the OS page cache survives a process crash"),
+    "broker_power_loss": StepKind("operator", "(power loss)", "", "",
+                                  "the machine loses power: everything not fsynced is gone"),
+    "broker_shutdown": StepKind("operator", "BrokerLifecycleManager controlled shutdown", _RCM, "1427-1436",
+                                "a clean shutdown: leadership moves away, the log is flushed"),
+    "broker_restart": StepKind("operator", "LogManager.loadLogs", _UL, "288-300",
+                               "the broker starts, recovers its log and clamps its HW to the LEO"),
+    "broker_stop_fetching": StepKind("operator", "(slow disk or stuck fetcher)", "", "",
+                                     "the follower stays alive and heartbeats but stops fetching"),
+    "broker_resume_fetching": StepKind("operator", "(fetcher resumes)", "", "",
+                                       "the follower fetches again"),
+    "network_isolate": StepKind("operator", "(network partition)", "", "",
+                                "the network between two parties is cut"),
+    "network_heal": StepKind("operator", "(network heals)", "", "", "the network is restored"),
+    "config_set": StepKind("operator", "IncrementalAlterConfigs", "", "",
+                           "an operator changes a dynamic config"),
+    # controller
+    "controller_register_broker": StepKind("controller", "ClusterControlManager.registerBroker", _CCM, "363-445",
+                                           "a broker registers a new incarnation (unclean restarts leave ISR/ELR)"),
+    "controller_unfence_broker": StepKind("controller", "ReplicationControlManager.handleBrokerUnfenced", _RCM,
+                                          "1338-1350", "the broker is unfenced; leaderless partitions retry"),
+    "controller_fence_broker": StepKind("controller", "ReplicationControlManager.handleBrokerFenced", _RCM,
+                                        "1287-1304", "no heartbeat for broker.session.timeout.ms: fenced, "
+                                        "removed from every ISR"),
+    "controller_alter_partition": StepKind("controller", "ReplicationControlManager.alterPartition", _RCM,
+                                           "1150-1254", "the controller validates and commits an ISR change"),
+    "controller_reject_alter_partition": StepKind("controller", "ReplicationControlManager.alterPartition", _RCM,
+                                                  "1150-1254", "the controller refuses an ISR change"),
+    "controller_elect_leader": StepKind("controller", "PartitionChangeBuilder.electAnyLeader", _PCB, "261-289",
+                                        "a clean election: the current leader, else the first ISR member in "
+                                        "assignment order, else an ELR member when the ISR is empty"),
+    "controller_elect_last_known_leader": StepKind("controller", "PartitionChangeBuilder.canElectLastKnownLeader",
+                                                   _PCB, "291-320", "ISR and ELR empty: the last known leader "
+                                                   "is elected, marked unclean"),
+    "controller_elect_unclean": StepKind("controller", "PartitionChangeBuilder.electAnyLeader", _PCB, "281-285",
+                                         "unclean election: the first live replica in assignment order, in or "
+                                         "out of the ISR; the partition is RECOVERING"),
+    "controller_elect_preferred": StepKind("controller", "PartitionChangeBuilder.electPreferredLeader", _PCB,
+                                           "232-256", "leadership moves back to the preferred replica"),
+    "controller_elect_largest_leo": StepKind("controller", "(KIP-250 proposal, not Kafka)", _PCB, "261-289",
+                                             "proposal: the live ISR member with the largest LEO leads"),
+    "controller_partition_offline": StepKind("controller", "PartitionChangeBuilder.build", _PCB, "446-454",
+                                             "no valid leader: the partition goes offline (leader -1)"),
+    "controller_update_elr": StepKind("controller", "PartitionChangeBuilder.maybePopulateTargetElr", _PCB,
+                                      "539-570", "replicas that leave an ISR below min ISR enter the ELR"),
+    "controller_admin_election": StepKind("controller", "ReplicationControlManager.electLeaders", _RCM,
+                                          "1500-1525", "an operator asks for an unclean or preferred election "
+                                          "(kafka-leader-election.sh)"),
+    "controller_recovered": StepKind("broker", "Partition.makeLeader (RECOVERING)", _P, "750-764",
+                                     "the new leader marks the partition RECOVERED in its first AlterPartition"),
+    "leader_ack_count": StepKind("broker", "Partition.checkEnoughReplicasReachOffset (0.8)", _P, "260-297",
+                                 "historic acks=N: enough ISR members report the offset"),
+    "leader_epoch_cache": StepKind("broker", "LeaderEpochFileCache.assign", _LEFC, "105-160",
+                                   "the leader-epoch cache records where an epoch starts"),
+}
+
+
+def kind(name: str) -> StepKind:
+    return STEP_KINDS[name]
