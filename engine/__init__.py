@@ -29,8 +29,14 @@ def validate(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
     return sc
 
 
-def simulate(scenario: Any, *, steps: bool = False, at_step: int | None = None,
-             check_invariants: bool = False, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+def simulate(
+    scenario: Any,
+    *,
+    steps: bool = False,
+    at_step: int | None = None,
+    check_invariants: bool = False,
+    limits: Limits = DEFAULT_LIMITS,
+) -> dict[str, Any]:
     """Run a scenario (a dict decoded from JSON, or a Scenario) and return the result dict.
 
     steps: include every engine step. at_step: also return `view`, the state after that many

@@ -5,9 +5,10 @@ of ../shared/reference/kafka-semantics.md §12 and kafka-claims-verified.md. The
 the profile, never the version string, so a new profile is a new row here, not new ifs.
 
 What the historic profiles keep from the modern controller (a simplification, stated so the UI
-can say it): brokers register and heartbeat to one controller with KRaft's timings, because the
-ZooKeeper session mechanics of 0.8/0.10 fence a dead broker on a similar time scale. Only the
-replication rules differ.
+can say it): brokers heartbeat to one controller with KRaft's timings, because the ZooKeeper
+session mechanics of 0.8/0.10 fence a dead broker on a similar time scale. One difference is
+kept because the KIP-101 stories depend on it: a restarted broker is live again at once (its
+ZooKeeper registration is accepted), so it can rejoin as a follower while still in the ISR.
 """
 
 from __future__ import annotations
@@ -34,67 +35,134 @@ class Profile:
     hw_freeze_under_min_isr: bool  # from 3.7 (KAFKA-15583)
     # followers and the ISR
     leader_epochs: bool  # epoch-based truncation from 0.11 (KIP-101), diverging epochs (KIP-279, 2.8)
-    isr_by_caught_up_time: bool  # lastCaughtUpTimeMs from 0.9 (KAFKA-1546); 0.8 uses last fetch + lag messages
+    isr_by_caught_up_time: (
+        bool  # lastCaughtUpTimeMs from 0.9 (KAFKA-1546); 0.8 uses last fetch + lag messages
+    )
     isr_check_half_lag: bool  # shrink check every lag/2 from 0.10.2 (KAFKA-4485)
     caught_up_counts_for_hw: bool  # caught-up non-ISR followers hold the HW from 0.10.2 (KAFKA-4485)
     fenced_not_eligible: bool  # fenced/shutting-down replicas do not hold the HW from 3.6 (KAFKA-15021)
-    alter_partition: bool  # leader ISR changes go through AlterPartition with a maximal ISR from 2.7 (KIP-497)
+    alter_partition: (
+        bool  # leader ISR changes go through AlterPartition with a maximal ISR from 2.7 (KIP-497)
+    )
     # controller
     epoch_bump_on_controller_shrink: bool  # controller-driven ISR shrink bumps the leader epoch before 3.6
     recovering_state: bool  # LeaderRecoveryState RECOVERING after unclean election from 3.2 (KIP-704)
-    elr_available: bool  # ELR (KIP-966): feature eligible.leader.replicas.version, default 1 on new 4.1 clusters
+    elr_available: (
+        bool  # ELR (KIP-966): feature eligible.leader.replicas.version, default 1 on new 4.1 clusters
+    )
     periodic_unclean_check: bool  # unclean.leader.election.interval.ms task (3.9 deferred, 4.0 periodic)
     last_known_leader_must_be_alive: bool  # KAFKA-19522 (2025)
+    session_guards_reregistration: bool  # KRaft refuses a new incarnation while the old session lives
 
 
 PROFILES: dict[str, Profile] = {
     "0.8": Profile(
-        version="0.8", label="Kafka 0.8 (historic)",
+        version="0.8",
+        label="Kafka 0.8 (historic)",
         description="History, not today's Kafka: acks=N accepted, ISR by last fetch and lag in messages, "
-                    "followers truncate to their own high watermark, no leader epochs, unclean election on.",
-        acks_default="1", idempotence_available=False, idempotence_default=False, retries_default=0,
-        unclean_default=True, lag_time_default_ms=10_000,
-        accepts_acks_above_one=True, effective_min_isr_cap=False, hw_freeze_under_min_isr=False,
-        leader_epochs=False, isr_by_caught_up_time=False, isr_check_half_lag=False,
-        caught_up_counts_for_hw=False, fenced_not_eligible=False, alter_partition=False,
-        epoch_bump_on_controller_shrink=True, recovering_state=False, elr_available=False,
-        periodic_unclean_check=False, last_known_leader_must_be_alive=True,
+        "followers truncate to their own high watermark, no leader epochs, unclean election on.",
+        acks_default="1",
+        idempotence_available=False,
+        idempotence_default=False,
+        retries_default=0,
+        unclean_default=True,
+        lag_time_default_ms=10_000,
+        accepts_acks_above_one=True,
+        effective_min_isr_cap=False,
+        hw_freeze_under_min_isr=False,
+        leader_epochs=False,
+        isr_by_caught_up_time=False,
+        isr_check_half_lag=False,
+        caught_up_counts_for_hw=False,
+        fenced_not_eligible=False,
+        alter_partition=False,
+        epoch_bump_on_controller_shrink=True,
+        recovering_state=False,
+        elr_available=False,
+        periodic_unclean_check=False,
+        last_known_leader_must_be_alive=True,
+        session_guards_reregistration=False,
     ),
     "0.10": Profile(
-        version="0.10", label="Kafka 0.10 (historic)",
+        version="0.10",
+        label="Kafka 0.10 (historic)",
         description="History, not today's Kafka: acks>1 rejected (error 21), ISR by time since caught up, "
-                    "followers still truncate to their own high watermark, unclean election on by default.",
-        acks_default="1", idempotence_available=False, idempotence_default=False, retries_default=0,
-        unclean_default=True, lag_time_default_ms=10_000,
-        accepts_acks_above_one=False, effective_min_isr_cap=False, hw_freeze_under_min_isr=False,
-        leader_epochs=False, isr_by_caught_up_time=True, isr_check_half_lag=True,
-        caught_up_counts_for_hw=True, fenced_not_eligible=False, alter_partition=False,
-        epoch_bump_on_controller_shrink=True, recovering_state=False, elr_available=False,
-        periodic_unclean_check=False, last_known_leader_must_be_alive=True,
+        "followers still truncate to their own high watermark, unclean election on by default.",
+        acks_default="1",
+        idempotence_available=False,
+        idempotence_default=False,
+        retries_default=0,
+        unclean_default=True,
+        lag_time_default_ms=10_000,
+        accepts_acks_above_one=False,
+        effective_min_isr_cap=False,
+        hw_freeze_under_min_isr=False,
+        leader_epochs=False,
+        isr_by_caught_up_time=True,
+        isr_check_half_lag=True,
+        caught_up_counts_for_hw=True,
+        fenced_not_eligible=False,
+        alter_partition=False,
+        epoch_bump_on_controller_shrink=True,
+        recovering_state=False,
+        elr_available=False,
+        periodic_unclean_check=False,
+        last_known_leader_must_be_alive=True,
+        session_guards_reregistration=False,
     ),
     "3.6": Profile(
-        version="3.6", label="Kafka 3.6",
+        version="3.6",
+        label="Kafka 3.6",
         description="Leader epochs and diverging-epoch truncation; no high-watermark freeze under min ISR; "
-                    "no effective-min cap (min.insync.replicas > RF refuses every acks=all write); no ELR.",
-        acks_default="all", idempotence_available=True, idempotence_default=True, retries_default=2_147_483_647,
-        unclean_default=False, lag_time_default_ms=30_000,
-        accepts_acks_above_one=False, effective_min_isr_cap=False, hw_freeze_under_min_isr=False,
-        leader_epochs=True, isr_by_caught_up_time=True, isr_check_half_lag=True,
-        caught_up_counts_for_hw=True, fenced_not_eligible=True, alter_partition=True,
-        epoch_bump_on_controller_shrink=False, recovering_state=True, elr_available=False,
-        periodic_unclean_check=False, last_known_leader_must_be_alive=True,
+        "no effective-min cap (min.insync.replicas > RF refuses every acks=all write); no ELR.",
+        acks_default="all",
+        idempotence_available=True,
+        idempotence_default=True,
+        retries_default=2_147_483_647,
+        unclean_default=False,
+        lag_time_default_ms=30_000,
+        accepts_acks_above_one=False,
+        effective_min_isr_cap=False,
+        hw_freeze_under_min_isr=False,
+        leader_epochs=True,
+        isr_by_caught_up_time=True,
+        isr_check_half_lag=True,
+        caught_up_counts_for_hw=True,
+        fenced_not_eligible=True,
+        alter_partition=True,
+        epoch_bump_on_controller_shrink=False,
+        recovering_state=True,
+        elr_available=False,
+        periodic_unclean_check=False,
+        last_known_leader_must_be_alive=True,
+        session_guards_reregistration=True,
     ),
     "4.1": Profile(
-        version="4.1", label="Kafka 4.1",
+        version="4.1",
+        label="Kafka 4.1",
         description="Today's Kafka: high watermark frozen under min ISR, effective min ISR = "
-                    "min(min.insync.replicas, RF), eligible leader replicas on by default for new clusters.",
-        acks_default="all", idempotence_available=True, idempotence_default=True, retries_default=2_147_483_647,
-        unclean_default=False, lag_time_default_ms=30_000,
-        accepts_acks_above_one=False, effective_min_isr_cap=True, hw_freeze_under_min_isr=True,
-        leader_epochs=True, isr_by_caught_up_time=True, isr_check_half_lag=True,
-        caught_up_counts_for_hw=True, fenced_not_eligible=True, alter_partition=True,
-        epoch_bump_on_controller_shrink=False, recovering_state=True, elr_available=True,
-        periodic_unclean_check=True, last_known_leader_must_be_alive=True,
+        "min(min.insync.replicas, RF), eligible leader replicas on by default for new clusters.",
+        acks_default="all",
+        idempotence_available=True,
+        idempotence_default=True,
+        retries_default=2_147_483_647,
+        unclean_default=False,
+        lag_time_default_ms=30_000,
+        accepts_acks_above_one=False,
+        effective_min_isr_cap=True,
+        hw_freeze_under_min_isr=True,
+        leader_epochs=True,
+        isr_by_caught_up_time=True,
+        isr_check_half_lag=True,
+        caught_up_counts_for_hw=True,
+        fenced_not_eligible=True,
+        alter_partition=True,
+        epoch_bump_on_controller_shrink=False,
+        recovering_state=True,
+        elr_available=True,
+        periodic_unclean_check=True,
+        last_known_leader_must_be_alive=True,
+        session_guards_reregistration=True,
     ),
 }
 

@@ -87,18 +87,23 @@ class BrokerSpec(_Strict):
 class TopicSpec(_Strict):
     replicas: list[Annotated[int, Field(ge=0, le=MAX_BROKER_ID)]] | None = None
     replication_factor: Annotated[int, Field(ge=1, le=MAX_BROKERS)] | None = Field(
-        None, alias="replication.factor")
+        None, alias="replication.factor"
+    )
     partitions: Annotated[int, Field(ge=1, le=1)] = 1
     min_insync_replicas: Annotated[int, Field(ge=1, le=MAX_BROKERS + 1)] | None = Field(
-        None, alias="min.insync.replicas")
+        None, alias="min.insync.replicas"
+    )
     unclean_leader_election_enable: bool | None = Field(None, alias="unclean.leader.election.enable")
     flush_messages: Annotated[int, Field(ge=1)] | None = Field(None, alias="flush.messages")
     quorum_required_acks: Annotated[int, Field(ge=1, le=MAX_BROKERS)] | None = Field(
-        None, alias="quorum.required.acks")
+        None, alias="quorum.required.acks"
+    )
 
 
 class ControllerSpec(_Strict):
-    eligible_leader_replicas_version: Literal[0, 1] | None = Field(None, alias="eligible.leader.replicas.version")
+    eligible_leader_replicas_version: Literal[0, 1] | None = Field(
+        None, alias="eligible.leader.replicas.version"
+    )
     election: Literal["kafka", "largest_leo"] = "kafka"
     auto_leader_rebalance_enable: bool = Field(True, alias="auto.leader.rebalance.enable")
 
@@ -124,7 +129,8 @@ class TimingSpec(_Strict):
     broker_heartbeat_interval_ms: Ms | None = Field(None, alias="broker.heartbeat.interval.ms")
     unclean_leader_election_interval_ms: Ms | None = Field(None, alias="unclean.leader.election.interval.ms")
     leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] | None = Field(
-        None, alias="leader.imbalance.check.interval.seconds")
+        None, alias="leader.imbalance.check.interval.seconds"
+    )
 
 
 RecordName = Annotated[str, Field(min_length=1, max_length=MAX_RECORD_CHARS)]
@@ -164,7 +170,7 @@ class PowerLoss(_Strict):
 
 
 class BrokerAction(_Strict):
-    do: Literal["shutdown", "restart", "stop_fetching", "resume_fetching"]
+    do: Literal["shutdown", "restart", "stop_fetching", "resume_fetching", "writeback"]
     broker: BrokerId
 
 
@@ -256,8 +262,22 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
             out += f"[{part}]"
         else:
             # pydantic names the member of a discriminated union by its tag; drop it from the path
-            if part in {"produce", "advance", "settle", "crash", "power_loss", "shutdown", "restart",
-                        "stop_fetching", "resume_fetching", "isolate", "heal", "set", "elect"} and out.endswith("]"):
+            if part in {
+                "produce",
+                "advance",
+                "settle",
+                "crash",
+                "power_loss",
+                "shutdown",
+                "restart",
+                "stop_fetching",
+                "resume_fetching",
+                "writeback",
+                "isolate",
+                "heal",
+                "set",
+                "elect",
+            } and out.endswith("]"):
                 continue
             if part.startswith("function-") or part in {"literal['all','min.insync.replicas']", "int"}:
                 continue
@@ -266,7 +286,9 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
 
 
 def _clean_message(msg: str) -> str:
-    return msg.replace("Input should be", "must be").replace("Extra inputs are not permitted", "unknown field")
+    return msg.replace("Input should be", "must be").replace(
+        "Extra inputs are not permitted", "unknown field"
+    )
 
 
 def parse(data: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
@@ -325,7 +347,11 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     id_set = set(ids)
 
     t = sc.topic
-    if t.replicas is not None and t.replication_factor is not None and len(t.replicas) != t.replication_factor:
+    if (
+        t.replicas is not None
+        and t.replication_factor is not None
+        and len(t.replicas) != t.replication_factor
+    ):
         bad("topic.replication.factor", "replication.factor must equal the length of topic.replicas")
     if t.replicas is not None:
         replicas = list(t.replicas)
@@ -339,8 +365,10 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     else:
         rf = t.replication_factor if t.replication_factor is not None else min(3, len(brokers))
         if rf > len(brokers):
-            bad("topic.replication.factor",
-                f"replication factor {rf} is larger than the number of brokers ({len(brokers)})")
+            bad(
+                "topic.replication.factor",
+                f"replication factor {rf} is larger than the number of brokers ({len(brokers)})",
+            )
             replicas = ids
         else:
             replicas = striped_placement(brokers, rf)
@@ -355,18 +383,24 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     if elr_version is None:
         elr_version = 1 if prof.elr_available else 0
     if elr_version == 1 and not prof.elr_available:
-        bad("controller.eligible.leader.replicas.version",
-            f"Kafka {prof.version} has no eligible leader replicas (ELR arrived in 4.0)")
+        bad(
+            "controller.eligible.leader.replicas.version",
+            f"Kafka {prof.version} has no eligible leader replicas (ELR arrived in 4.0)",
+        )
 
     p = sc.producer
     acks_raw = p.acks if p.acks is not None else prof.acks_default
     acks = _acks_number(acks_raw)
     if p.enable_idempotence and not prof.idempotence_available:
-        bad("producer.enable.idempotence", f"the idempotent producer does not exist in Kafka {prof.version} "
-            "(it arrived in 0.11)")
+        bad(
+            "producer.enable.idempotence",
+            f"the idempotent producer does not exist in Kafka {prof.version} (it arrived in 0.11)",
+        )
     if p.enable_idempotence and acks != -1:
-        bad("producer.enable.idempotence",
-            "Must set acks to all in order to use the idempotent producer (Kafka's ConfigException)")
+        bad(
+            "producer.enable.idempotence",
+            "Must set acks to all in order to use the idempotent producer (Kafka's ConfigException)",
+        )
     retries = p.retries if p.retries is not None else prof.retries_default
     if p.enable_idempotence and retries == 0:
         bad("producer.retries", "the idempotent producer needs retries > 0")
@@ -410,7 +444,10 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 continue
             n = len(a.records) if a.records is not None else a.count
             if n > limits.max_records_per_produce:
-                bad(f"{path}.records", f"{n} records is more than the limit of {limits.max_records_per_produce}")
+                bad(
+                    f"{path}.records",
+                    f"{n} records is more than the limit of {limits.max_records_per_produce}",
+                )
                 continue
             if a.records is not None:
                 for j, r in enumerate(a.records):
@@ -421,7 +458,16 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 n_generated += n
             if isinstance(a.acks, int) and a.acks < -1:
                 pass  # a hand-built client may send anything; the broker decides (INVALID_REQUIRED_ACKS)
-        elif a.do in ("crash", "shutdown", "restart", "stop_fetching", "resume_fetching", "isolate", "heal"):
+        elif a.do in (
+            "crash",
+            "shutdown",
+            "restart",
+            "stop_fetching",
+            "resume_fetching",
+            "writeback",
+            "isolate",
+            "heal",
+        ):
             if a.broker not in id_set:
                 bad(f"{path}.broker", f"broker {a.broker} is not in the cluster")
             if a.do in ("isolate", "heal") and a.from_:
@@ -446,35 +492,62 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         elif a.do == "set":
             if a.key == "unclean.leader.election.enable" and not isinstance(a.value, bool):
                 bad(f"{path}.value", "unclean.leader.election.enable takes true or false")
-            if a.key == "min.insync.replicas" and (isinstance(a.value, bool) or not isinstance(a.value, int)
-                                                   or not 1 <= a.value <= MAX_BROKERS + 1):
+            if a.key == "min.insync.replicas" and (
+                isinstance(a.value, bool)
+                or not isinstance(a.value, int)
+                or not 1 <= a.value <= MAX_BROKERS + 1
+            ):
                 bad(f"{path}.value", f"min.insync.replicas takes a whole number from 1 to {MAX_BROKERS + 1}")
-            if a.key == "flush.messages" and a.value is not None and (
-                    isinstance(a.value, bool) or not isinstance(a.value, int) or a.value < 1):
+            if (
+                a.key == "flush.messages"
+                and a.value is not None
+                and (isinstance(a.value, bool) or not isinstance(a.value, int) or a.value < 1)
+            ):
                 bad(f"{path}.value", "flush.messages takes a positive whole number or null")
     if total_ms > limits.max_sim_ms:
-        bad("actions", f"the actions ask for {total_ms} ms of simulated time (advance + settle max_ms); "
-            f"the limit is {limits.max_sim_ms} ms")
+        bad(
+            "actions",
+            f"the actions ask for {total_ms} ms of simulated time (advance + settle max_ms); "
+            f"the limit is {limits.max_sim_ms} ms",
+        )
     if problems:
         raise ScenarioError(problems[:50])
 
     return Config(
-        profile=prof, seed=sc.seed, brokers=brokers, replicas=replicas, min_isr=min_isr, unclean=unclean,
-        flush_messages=t.flush_messages, quorum_acks=t.quorum_required_acks, elr=elr_version == 1,
-        largest_leo_election=c.election == "largest_leo", auto_rebalance=c.auto_leader_rebalance_enable,
-        acks=acks, idempotent=idempotent, retries=retries, request_timeout_ms=request_timeout,
-        delivery_timeout_ms=delivery_timeout, retry_backoff_ms=p.retry_backoff_ms or 100,
-        retry_backoff_max_ms=1_000, lag_time_ms=lag,
-        lag_max_messages=tm.replica_lag_max_messages or 4_000, fetch_wait_ms=fetch_wait,
-        fetch_backoff_ms=tm.replica_fetch_backoff_ms or 1_000, session_timeout_ms=session,
-        heartbeat_ms=heartbeat, unclean_interval_ms=tm.unclean_leader_election_interval_ms or 300_000,
+        profile=prof,
+        seed=sc.seed,
+        brokers=brokers,
+        replicas=replicas,
+        min_isr=min_isr,
+        unclean=unclean,
+        flush_messages=t.flush_messages,
+        quorum_acks=t.quorum_required_acks,
+        elr=elr_version == 1,
+        largest_leo_election=c.election == "largest_leo",
+        auto_rebalance=c.auto_leader_rebalance_enable,
+        acks=acks,
+        idempotent=idempotent,
+        retries=retries,
+        request_timeout_ms=request_timeout,
+        delivery_timeout_ms=delivery_timeout,
+        retry_backoff_ms=p.retry_backoff_ms or 100,
+        retry_backoff_max_ms=1_000,
+        lag_time_ms=lag,
+        lag_max_messages=tm.replica_lag_max_messages or 4_000,
+        fetch_wait_ms=fetch_wait,
+        fetch_backoff_ms=tm.replica_fetch_backoff_ms or 1_000,
+        session_timeout_ms=session,
+        heartbeat_ms=heartbeat,
+        unclean_interval_ms=tm.unclean_leader_election_interval_ms or 300_000,
         rebalance_interval_ms=(tm.leader_imbalance_check_interval_seconds or 300) * 1_000,
-        actions=actions, proposals=proposals,
+        actions=actions,
+        proposals=proposals,
     )
 
 
-def striped_placement(brokers: list[tuple[int, str | None]], rf: int, partition: int = 0,
-                      start: int = 0) -> list[int]:
+def striped_placement(
+    brokers: list[tuple[int, str | None]], rf: int, partition: int = 0, start: int = 0
+) -> list[int]:
     """StripedReplicaPlacer, simplified for a fixed start: racks round-robin, then brokers within a
     rack round-robin, shifted by one per partition (SRP 34-117). Without racks every broker is its
     own rack, so the layout is the plain stripe 1,2,3 / 2,3,1 / ..."""

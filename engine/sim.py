@@ -40,10 +40,19 @@ NEVER = -(10**12)  # a time long before the scenario starts
 REPLICA_SOCKET_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms: a lost fetch is noticed after this
 UNKNOWN = -1
 
-RETRIABLE = frozenset({"NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "REQUEST_TIMED_OUT",
-                       "NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "LEADER_NOT_AVAILABLE"})
-REFRESH_METADATA = frozenset({"NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT",
-                              "LEADER_NOT_AVAILABLE"})
+RETRIABLE = frozenset(
+    {
+        "NOT_ENOUGH_REPLICAS",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+        "REQUEST_TIMED_OUT",
+        "NOT_LEADER_OR_FOLLOWER",
+        "NETWORK_EXCEPTION",
+        "LEADER_NOT_AVAILABLE",
+    }
+)
+REFRESH_METADATA = frozenset(
+    {"NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT", "LEADER_NOT_AVAILABLE"}
+)
 
 
 class FollowerState:
@@ -60,10 +69,36 @@ class FollowerState:
 
 class Broker:
     __slots__ = (
-        "id", "rack", "status", "inc", "log", "hw", "flushed", "cache", "fetching", "truncated",
-        "role", "leader_id", "leader_epoch", "partition_epoch", "isr", "maximal", "pending",
-        "pending_isr", "fstate", "epoch_start", "recovery", "parked", "parked_fetch", "fetch_inflight",
-        "fetch_gen", "registered", "clean_shutdown", "batch_offsets", "last_hold", "hb_gen",
+        "id",
+        "rack",
+        "status",
+        "inc",
+        "log",
+        "hw",
+        "flushed",
+        "cache",
+        "fetching",
+        "truncated",
+        "role",
+        "leader_id",
+        "leader_epoch",
+        "partition_epoch",
+        "isr",
+        "maximal",
+        "pending",
+        "pending_isr",
+        "fstate",
+        "epoch_start",
+        "recovery",
+        "parked",
+        "parked_fetch",
+        "fetch_inflight",
+        "fetch_gen",
+        "registered",
+        "clean_shutdown",
+        "batch_offsets",
+        "last_hold",
+        "hb_gen",
     )
 
     def __init__(self, bid: int, rack: str | None):
@@ -88,7 +123,9 @@ class Broker:
         self.fstate: dict[int, FollowerState] = {}
         self.epoch_start = 0
         self.recovery = "RECOVERED"
-        self.parked: list[list[Any]] = []  # produce purgatory: [batch, attempt, required offset, acks, expiry]
+        self.parked: list[
+            list[Any]
+        ] = []  # produce purgatory: [batch, attempt, required offset, acks, expiry]
         self.parked_fetch: dict[int, tuple[int, int]] = {}  # follower -> (fetch gen, fetch offset)
         self.fetch_inflight = False
         self.fetch_gen = 0
@@ -120,8 +157,18 @@ class Registration:
 
 
 class Controller:
-    __slots__ = ("reg", "leader", "leader_epoch", "partition_epoch", "isr", "elr", "lke", "recovery",
-                 "unclean", "min_isr")
+    __slots__ = (
+        "reg",
+        "leader",
+        "leader_epoch",
+        "partition_epoch",
+        "isr",
+        "elr",
+        "lke",
+        "recovery",
+        "unclean",
+        "min_isr",
+    )
 
     def __init__(self, brokers: list[int], replicas: list[int], unclean: bool, min_isr: int):
         self.reg = {b: Registration() for b in brokers}
@@ -137,8 +184,24 @@ class Controller:
 
 
 class Batch:
-    __slots__ = ("index", "records", "acks", "acks_shown", "idempotent", "attempts", "attempt_id", "state",
-                 "target", "first_send", "deadline", "outcome", "error", "offsets", "done_ms", "retries_used")
+    __slots__ = (
+        "index",
+        "records",
+        "acks",
+        "acks_shown",
+        "idempotent",
+        "attempts",
+        "attempt_id",
+        "state",
+        "target",
+        "first_send",
+        "deadline",
+        "outcome",
+        "error",
+        "offsets",
+        "done_ms",
+        "retries_used",
+    )
 
     def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
         self.index = index
@@ -174,8 +237,9 @@ def _fmt_set(ids: list[int]) -> str:
 
 
 class Sim:
-    def __init__(self, cfg: Config, limits: Limits, *, record: bool, at_step: int | None,
-                 check_invariants: bool):
+    def __init__(
+        self, cfg: Config, limits: Limits, *, record: bool, at_step: int | None, check_invariants: bool
+    ):
         self.cfg = cfg
         self.prof = cfg.profile
         self.limits = limits
@@ -198,7 +262,9 @@ class Sim:
         self.cut: set[frozenset[Any]] = set()
         self.batches: list[Batch] = []
         self.producer_leader = self.replicas[0]
-        self.unsafe_history = False  # an unclean election or lost page cache happened (logs may legitimately differ)
+        self.unsafe_history = (
+            False  # an unclean election or lost page cache happened (logs may legitimately differ)
+        )
         self.hw_seen: dict[int, tuple[int, int]] = {}
         self.gen_counter = 0
 
@@ -218,8 +284,11 @@ class Sim:
             fn(*args)
             self.events += 1
             if self.events > max_events:
-                raise problem("actions", f"the scenario needs more than {max_events} engine events; "
-                              "shorten it (fewer actions or less simulated time)")
+                raise problem(
+                    "actions",
+                    f"the scenario needs more than {max_events} engine events; "
+                    "shorten it (fewer actions or less simulated time)",
+                )
             if stop is not None and stop():
                 return
         self.now = max(self.now, t_end)
@@ -227,10 +296,18 @@ class Sim:
     def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
         self.nsteps += 1
         if self.nsteps > self.limits.max_steps:
-            raise problem("actions", f"the scenario produced more than {self.limits.max_steps} steps; shorten it")
+            raise problem(
+                "actions", f"the scenario produced more than {self.limits.max_steps} steps; shorten it"
+            )
         if self.record:
-            entry = {"i": self.nsteps, "t_ms": self.now, "actor": actor, "kind": kind, "text": text,
-                     "code": STEP_KINDS[kind].code}
+            entry = {
+                "i": self.nsteps,
+                "t_ms": self.now,
+                "actor": actor,
+                "kind": kind,
+                "text": text,
+                "code": STEP_KINDS[kind].code,
+            }
             if extra:
                 entry.update(extra)
             self.steps.append(entry)
@@ -245,8 +322,15 @@ class Sim:
     def linked(self, a: Any, b: Any) -> bool:
         return not self.cut or frozenset((a, b)) not in self.cut
 
-    def send(self, src: Any, dst: Any, fn: Any, args: tuple[Any, ...], on_fail: tuple[Any, ...] | None = None,
-             on_lost: tuple[Any, ...] | None = None) -> None:
+    def send(
+        self,
+        src: Any,
+        dst: Any,
+        fn: Any,
+        args: tuple[Any, ...],
+        on_fail: tuple[Any, ...] | None = None,
+        on_lost: tuple[Any, ...] | None = None,
+    ) -> None:
         """Deliver fn(*args) at dst after one hop. on_fail runs if dst refuses the connection (down);
         on_lost runs REPLICA_SOCKET_TIMEOUT_MS later if a cut link swallows the message."""
         if not self.linked(src, dst):
@@ -263,8 +347,16 @@ class Sim:
             inc = b.inc
         self.at(self.now + NETWORK_DELAY_MS, self._deliver, src, dst, inc, fn, args, on_fail, on_lost)
 
-    def _deliver(self, src: Any, dst: Any, inc: int | None, fn: Any, args: tuple[Any, ...],
-                 on_fail: tuple[Any, ...] | None, on_lost: tuple[Any, ...] | None) -> None:
+    def _deliver(
+        self,
+        src: Any,
+        dst: Any,
+        inc: int | None,
+        fn: Any,
+        args: tuple[Any, ...],
+        on_fail: tuple[Any, ...] | None,
+        on_lost: tuple[Any, ...] | None,
+    ) -> None:
         if not self.linked(src, dst):
             if on_lost is not None:
                 self.at(self.now + REPLICA_SOCKET_TIMEOUT_MS, *on_lost)
@@ -353,51 +445,87 @@ class Sim:
         b = self.batches[idx]
         if b.outcome is not None:
             return
-        if self.producer_leader == NO_LEADER:
+        if self.producer_leader == NO_LEADER or not self._can_connect(self.producer_leader):
+            # NetworkClient: a node that refuses the connection gets no request; the batch stays in
+            # the accumulator (no retry is spent) while the producer refreshes its metadata
             self._producer_refresh()
         leader = self.producer_leader
-        if leader == NO_LEADER:
+        if leader == NO_LEADER or not self._can_connect(leader):
             if b.state != "waiting_for_leader":
                 b.state = "waiting_for_leader"
-                self.step("producer_retry", "producer",
-                          f"The producer knows no leader for the partition; batch {_fmt_records(b.records)} waits "
-                          "for metadata", produce=idx)
-            self._producer_backoff(b, "LEADER_NOT_AVAILABLE", quiet=True)
+                self.step(
+                    "producer_retry",
+                    "producer",
+                    f"The producer knows no leader for the partition; batch {_fmt_records(b.records)} waits "
+                    "for metadata",
+                    produce=idx,
+                )
+            self._producer_wait(b)
             return
         b.attempts += 1
         b.attempt_id += 1
         b.state = "awaiting_response"
         b.target = leader
         retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
-        self.step("producer_send", "producer",
-                  f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
-                  produce=idx, broker=leader, records=b.records)
+        self.step(
+            "producer_send",
+            "producer",
+            f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
+            produce=idx,
+            broker=leader,
+            records=b.records,
+        )
         if b.acks == 0:
             b.outcome = "sent"
             b.done_ms = self.now
             b.state = "sent"
-        self.send("producer", leader, self._leader_on_produce, (leader, idx, b.attempt_id),
-                  on_fail=(self._producer_error, idx, b.attempt_id, "NETWORK_EXCEPTION"))
+        self.send(
+            "producer",
+            leader,
+            self._leader_on_produce,
+            (leader, idx, b.attempt_id),
+            on_fail=(self._producer_error, idx, b.attempt_id, "NETWORK_EXCEPTION"),
+        )
         if b.acks != 0:
             timeout = self.cfg.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
             self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
+
+    def _can_connect(self, bid: int) -> bool:
+        return self.brokers[bid].alive
 
     def _producer_refresh(self) -> None:
         c = self.ctl
         self.producer_leader = c.leader
 
+    def _producer_wait(self, b: Batch) -> None:
+        """No reachable leader: wait for metadata without spending a retry, until the delivery timeout."""
+        backoff = self.cfg.retry_backoff_max_ms
+        if self.now + backoff > b.deadline:
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", "delivery.timeout.ms has passed")
+            return
+        self.at(self.now + backoff, self._producer_send, b.index)
+
     def _producer_backoff(self, b: Batch, error: str, quiet: bool = False) -> None:
-        backoff = min(self.cfg.retry_backoff_ms * (2 ** min(b.retries_used, 10)), self.cfg.retry_backoff_max_ms)
+        backoff = min(
+            self.cfg.retry_backoff_ms * (2 ** min(b.retries_used, 10)), self.cfg.retry_backoff_max_ms
+        )
         if b.retries_used >= self.cfg.retries or self.now + backoff > b.deadline:
-            why = "retries are exhausted" if b.retries_used >= self.cfg.retries else "delivery.timeout.ms has passed"
+            why = (
+                "retries are exhausted"
+                if b.retries_used >= self.cfg.retries
+                else "delivery.timeout.ms has passed"
+            )
             self._producer_fail(b, error, why)
             return
         b.retries_used += 1
         if not quiet:
             b.state = "backoff"
-            self.step("producer_retry", "producer",
-                      f"{error} is retriable: the producer will resend {_fmt_records(b.records)} in {backoff} ms",
-                      produce=b.index)
+            self.step(
+                "producer_retry",
+                "producer",
+                f"{error} is retriable: the producer will resend {_fmt_records(b.records)} in {backoff} ms",
+                produce=b.index,
+            )
         self.at(self.now + backoff, self._producer_send, b.index)
 
     def _producer_fail(self, b: Batch, error: str, why: str) -> None:
@@ -405,8 +533,12 @@ class Sim:
         b.error = error
         b.done_ms = self.now
         b.state = "failed"
-        self.step("producer_give_up", "producer",
-                  f"The producer gives up on {_fmt_records(b.records)}: {error} ({why})", produce=b.index)
+        self.step(
+            "producer_give_up",
+            "producer",
+            f"The producer gives up on {_fmt_records(b.records)}: {error} ({why})",
+            produce=b.index,
+        )
 
     def _producer_error(self, idx: int, attempt_id: int, error: str) -> None:
         b = self.batches[idx]
@@ -414,8 +546,14 @@ class Sim:
             return
         if b.outcome == "sent":
             return  # acks=0: the client never learns
-        self.step("producer_receive", "producer", f"Producer gets {error} for {_fmt_records(b.records)}",
-                  produce=idx, error=error)
+        self.step(
+            "producer_receive",
+            "producer",
+            f"Producer gets {error} for {_fmt_records(b.records)}",
+            produce=idx,
+            error=error,
+        )
+        b.error = error
         if error in REFRESH_METADATA:
             self._producer_refresh()
         if error not in RETRIABLE:
@@ -423,7 +561,9 @@ class Sim:
             return
         self._producer_backoff(b, error)
 
-    def _producer_response(self, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None) -> None:
+    def _producer_response(
+        self, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None
+    ) -> None:
         b = self.batches[idx]
         if error is not None:
             self._producer_error(idx, attempt_id, error)
@@ -431,13 +571,18 @@ class Sim:
         if b.attempt_id != attempt_id or b.outcome is not None:
             return
         b.outcome = "acked"
+        b.error = None
         b.offsets = offsets
         b.done_ms = self.now
         b.state = "acked"
         assert offsets is not None
-        self.step("producer_receive", "producer",
-                  f"Producer: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
-                  produce=idx, offsets=offsets)
+        self.step(
+            "producer_receive",
+            "producer",
+            f"Producer: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
+            produce=idx,
+            offsets=offsets,
+        )
 
     # ---------------------------------------------------------------------------------------
     # leader: the produce path (kafka-semantics.md §2)
@@ -449,7 +594,9 @@ class Sim:
             return True  # ReplicaManager.isValidRequiredAcks (RM 1421-1423)
         return self.prof.accepts_acks_above_one and isinstance(acks, int) and acks > 1
 
-    def _respond(self, bid: int, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None) -> None:
+    def _respond(
+        self, bid: int, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None
+    ) -> None:
         b = self.batches[idx]
         if b.acks == 0:
             return  # acks=0 gets no response (KA 709-728)
@@ -461,48 +608,72 @@ class Sim:
         acks = batch.acks
         who = f"B{bid}"
         if not self._acks_valid(acks):
-            self.step("leader_reject_invalid_acks", f"broker-{bid}",
-                      f"{who} rejects acks={acks}: INVALID_REQUIRED_ACKS (21); nothing is appended", broker=bid)
+            self.step(
+                "leader_reject_invalid_acks",
+                f"broker-{bid}",
+                f"{who} rejects acks={acks}: INVALID_REQUIRED_ACKS (21); nothing is appended",
+                broker=bid,
+            )
             self._respond(bid, idx, attempt_id, "INVALID_REQUIRED_ACKS", None)
             return
         if br.role != "leader":
-            self.step("leader_reject_not_leader", f"broker-{bid}",
-                      f"{who} does not lead the partition: NOT_LEADER_OR_FOLLOWER", broker=bid)
+            self.step(
+                "leader_reject_not_leader",
+                f"broker-{bid}",
+                f"{who} does not lead the partition: NOT_LEADER_OR_FOLLOWER",
+                broker=bid,
+            )
             self._respond(bid, idx, attempt_id, "NOT_LEADER_OR_FOLLOWER", None)
             return
         needs_min_isr = acks == -1 or acks == "min_isr"
         eff = self.eff_min()
         if needs_min_isr and len(br.isr) < eff:
             # §2.2: the check comes BEFORE the append, on the committed ISR, for acks=-1 only
-            self.step("leader_reject_not_enough_replicas", f"broker-{bid}",
-                      f"{who} refuses {_fmt_records(batch.records)}: committed ISR {_fmt_set(br.isr)} has "
-                      f"{len(br.isr)} < min.insync.replicas {eff}: NOT_ENOUGH_REPLICAS (19), nothing appended",
-                      broker=bid)
+            self.step(
+                "leader_reject_not_enough_replicas",
+                f"broker-{bid}",
+                f"{who} refuses {_fmt_records(batch.records)}: committed ISR {_fmt_set(br.isr)} has "
+                f"{len(br.isr)} < min.insync.replicas {eff}: NOT_ENOUGH_REPLICAS (19), nothing appended",
+                broker=bid,
+            )
             self._respond(bid, idx, attempt_id, "NOT_ENOUGH_REPLICAS", None)
             return
         existing = br.batch_offsets.get(idx) if batch.idempotent else None
         if existing is not None:
             first, last = existing
-            self.step("leader_dedupe_idempotent", f"broker-{bid}",
-                      f"{who} already has this idempotent batch at {_fmt_offsets(first, last)}: "
-                      "it returns the original offsets and appends nothing", broker=bid)
+            self.step(
+                "leader_dedupe_idempotent",
+                f"broker-{bid}",
+                f"{who} already has this idempotent batch at {_fmt_offsets(first, last)}: "
+                "it returns the original offsets and appends nothing",
+                broker=bid,
+            )
         else:
             first = br.leo
             epoch = br.leader_epoch
             self._append(br, [(epoch, r, idx) for r in batch.records])
             last = br.leo - 1
-            self.step("leader_append", f"broker-{bid}",
-                      f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
-                      f"(epoch {epoch}); LEO {br.leo}", broker=bid, records=batch.records,
-                      offsets=[first, last])
+            self.step(
+                "leader_append",
+                f"broker-{bid}",
+                f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
+                f"(epoch {epoch}); LEO {br.leo}",
+                broker=bid,
+                records=batch.records,
+                offsets=[first, last],
+            )
             self._wake_parked_fetches(br)
             self._maybe_increment_hw(br)
         offsets = list(range(first, last + 1))
         if acks == 0:
             return
         if acks == 1:
-            self.step("leader_respond_produce", f"broker-{bid}",
-                      f"acks=1: {who} answers at once, before any follower has the records", broker=bid)
+            self.step(
+                "leader_respond_produce",
+                f"broker-{bid}",
+                f"acks=1: {who} answers at once, before any follower has the records",
+                broker=bid,
+            )
             self._respond(bid, idx, attempt_id, None, offsets)
             return
         entry = [idx, attempt_id, last + 1, acks, offsets]
@@ -511,9 +682,13 @@ class Sim:
             self._complete_parked(br, entry, verdict)
             return
         br.parked.append(entry)
-        self.step("leader_park_produce", f"broker-{bid}",
-                  f"{who} parks the acks={batch.acks_shown} request until its HW reaches {last + 1} "
-                  f"(now {br.hw}; ISR {_fmt_set(br.maximal)})", broker=bid)
+        self.step(
+            "leader_park_produce",
+            f"broker-{bid}",
+            f"{who} parks the acks={batch.acks_shown} request until its HW reaches {last + 1} "
+            f"(now {br.hw}; ISR {_fmt_set(br.maximal)})",
+            broker=bid,
+        )
         self.at(self.now + self.cfg.request_timeout_ms, self._expire_produce, bid, br.inc, idx, attempt_id)
 
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
@@ -529,8 +704,12 @@ class Sim:
         fm = self.flush_messages
         if fm is not None and br.leo - br.flushed >= fm:
             br.flushed = br.leo  # UL 932: flush once unflushed messages reach flush.messages
-            self.step("broker_flush", f"broker-{br.id}",
-                      f"B{br.id} fsyncs its log up to offset {br.leo} (flush.messages={fm})", broker=br.id)
+            self.step(
+                "broker_flush",
+                f"broker-{br.id}",
+                f"B{br.id} fsyncs its log up to offset {br.leo} (flush.messages={fm})",
+                broker=br.id,
+            )
 
     def _purgatory_verdict(self, br: Broker, entry: list[Any]) -> str | None:
         """checkEnoughReplicasReachOffset (P 1111-1147): None = keep waiting, "" = success, else an error."""
@@ -551,17 +730,30 @@ class Sim:
         b = self.batches[idx]
         if verdict == "":
             if acks == -1:
-                text = (f"B{br.id}'s HW {br.hw} passed offset {required - 1}: every ISR member has "
-                        f"{_fmt_records(b.records)}; the request succeeds")
+                text = (
+                    f"B{br.id}'s HW {br.hw} passed offset {required - 1}: every ISR member has "
+                    f"{_fmt_records(b.records)}; the request succeeds"
+                )
             else:
-                text = f"{acks if acks != 'min_isr' else self.eff_min()} replicas have offset {required - 1}: success"
-            self.step("leader_complete_produce" if acks in (-1, "min_isr") else "leader_ack_count",
-                      f"broker-{br.id}", text, broker=br.id, produce=idx)
+                need = acks if acks != "min_isr" else self.eff_min()
+                text = f"{need} replicas have offset {required - 1}: success"
+            self.step(
+                "leader_complete_produce" if acks in (-1, "min_isr") else "leader_ack_count",
+                f"broker-{br.id}",
+                text,
+                broker=br.id,
+                produce=idx,
+            )
             self._respond(br.id, idx, attempt_id, None, offsets)
         else:
-            self.step("leader_complete_produce", f"broker-{br.id}",
-                      f"B{br.id} completes the parked request for {_fmt_records(b.records)} with {verdict}",
-                      broker=br.id, produce=idx, error=verdict)
+            self.step(
+                "leader_complete_produce",
+                f"broker-{br.id}",
+                f"B{br.id} completes the parked request for {_fmt_records(b.records)} with {verdict}",
+                broker=br.id,
+                produce=idx,
+                error=verdict,
+            )
             self._respond(br.id, idx, attempt_id, verdict, None)
 
     def _check_purgatory(self, br: Broker) -> None:
@@ -583,10 +775,14 @@ class Sim:
         for entry in br.parked:
             if entry[0] == idx and entry[1] == attempt_id:
                 br.parked.remove(entry)
-                self.step("leader_expire_produce", f"broker-{bid}",
-                          f"The parked request for {_fmt_records(self.batches[idx].records)} times out: "
-                          f"REQUEST_TIMED_OUT (7); the records stay in B{bid}'s log above the HW",
-                          broker=bid, produce=idx)
+                self.step(
+                    "leader_expire_produce",
+                    f"broker-{bid}",
+                    f"The parked request for {_fmt_records(self.batches[idx].records)} times out: "
+                    f"REQUEST_TIMED_OUT (7); the records stay in B{bid}'s log above the HW",
+                    broker=bid,
+                    produce=idx,
+                )
                 self._respond(bid, idx, attempt_id, "REQUEST_TIMED_OUT", None)
                 return
 
@@ -606,23 +802,31 @@ class Sim:
             candidate = leo
             counts_caught_up = self.prof.caught_up_counts_for_hw
             for f, st in br.fstate.items():
-                if st.leo < candidate and (f in br.maximal or (counts_caught_up and self.caught_up(br, st)
-                                                                 and self.eligible(f))):
+                if st.leo < candidate and (
+                    f in br.maximal or (counts_caught_up and self.caught_up(br, st) and self.eligible(f))
+                ):
                     candidate = st.leo
         if candidate <= br.hw:
             return
         if self.prof.hw_freeze_under_min_isr and len(br.isr) < self.eff_min():
             if br.last_hold != candidate:
                 br.last_hold = candidate
-                self.step("leader_hold_high_watermark", f"broker-{br.id}",
-                          f"B{br.id} holds its HW at {br.hw}: committed ISR {_fmt_set(br.isr)} is below "
-                          f"min.insync.replicas {self.eff_min()} (it could otherwise move to {candidate})",
-                          broker=br.id)
+                self.step(
+                    "leader_hold_high_watermark",
+                    f"broker-{br.id}",
+                    f"B{br.id} holds its HW at {br.hw}: committed ISR {_fmt_set(br.isr)} is below "
+                    f"min.insync.replicas {self.eff_min()} (it could otherwise move to {candidate})",
+                    broker=br.id,
+                )
             return
         old = br.hw
         br.hw = candidate
-        self.step("leader_advance_high_watermark", f"broker-{br.id}",
-                  f"Leader B{br.id} HW {old} -> {candidate}", broker=br.id)
+        self.step(
+            "leader_advance_high_watermark",
+            f"broker-{br.id}",
+            f"Leader B{br.id} HW {old} -> {candidate}",
+            broker=br.id,
+        )
         self._check_purgatory(br)
 
     # ---------------------------------------------------------------------------------------
@@ -639,8 +843,14 @@ class Sim:
         f.fetch_gen += 1
         gen = f.fetch_gen
         last_epoch = f.log[-1][0] if (f.log and self.prof.leader_epochs) else None
-        self.send(fid, leader, self._leader_on_fetch, (leader, fid, f.leo, last_epoch, gen),
-                  on_fail=(self._fetch_failed, fid, f.inc, gen), on_lost=(self._fetch_failed, fid, f.inc, gen))
+        self.send(
+            fid,
+            leader,
+            self._leader_on_fetch,
+            (leader, fid, f.leo, last_epoch, gen),
+            on_fail=(self._fetch_failed, fid, f.inc, gen),
+            on_lost=(self._fetch_failed, fid, f.inc, gen),
+        )
 
     def _fetch_failed(self, fid: int, inc: int, gen: int) -> None:
         f = self.brokers[fid]
@@ -656,8 +866,13 @@ class Sim:
     def _leader_on_fetch(self, lid: int, fid: int, offset: int, last_epoch: int | None, gen: int) -> None:
         L = self.brokers[lid]
         if L.role != "leader" or fid not in L.fstate:
-            self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "not_leader", None, None),
-                      on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen))
+            self.send(
+                lid,
+                fid,
+                self._follower_on_response,
+                (fid, gen, lid, "not_leader", None, None),
+                on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen),
+            )
             return
         f_inc = self.brokers[fid].inc
         if last_epoch is not None:
@@ -666,15 +881,29 @@ class Sim:
                 # P 1517-1570: answer DivergingEpoch, no records, follower state untouched
                 if e == UNKNOWN:
                     e, end = last_epoch, 0
-                self.step("leader_diverging_epoch", f"broker-{lid}",
-                          f"B{fid} fetches at offset {offset} with last epoch {last_epoch}; on leader B{lid} "
-                          f"epoch {e} ends at {end}: DivergingEpoch({e}, {end})", broker=lid)
-                self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "diverging", e, end),
-                          on_lost=(self._fetch_failed, fid, f_inc, gen))
+                self.step(
+                    "leader_diverging_epoch",
+                    f"broker-{lid}",
+                    f"B{fid} fetches at offset {offset} with last epoch {last_epoch}; on leader B{lid} "
+                    f"epoch {e} ends at {end}: DivergingEpoch({e}, {end})",
+                    broker=lid,
+                )
+                self.send(
+                    lid,
+                    fid,
+                    self._follower_on_response,
+                    (fid, gen, lid, "diverging", e, end),
+                    on_lost=(self._fetch_failed, fid, f_inc, gen),
+                )
                 return
         elif not self.prof.leader_epochs and offset > L.leo:
-            self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "out_of_range", L.leo, None),
-                      on_lost=(self._fetch_failed, fid, f_inc, gen))
+            self.send(
+                lid,
+                fid,
+                self._follower_on_response,
+                (fid, gen, lid, "out_of_range", L.leo, None),
+                on_lost=(self._fetch_failed, fid, f_inc, gen),
+            )
             return
         initial_hw = L.hw  # P 1526-1531: the HW is read before this fetch's position is applied
         st = L.fstate[fid]
@@ -682,8 +911,13 @@ class Sim:
         self._update_follower_state(L, st, offset)
         if offset < L.leo:
             entries = L.log[offset:]
-            self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "records", entries, initial_hw),
-                      on_lost=(self._fetch_failed, fid, f_inc, gen))
+            self.send(
+                lid,
+                fid,
+                self._follower_on_response,
+                (fid, gen, lid, "records", entries, initial_hw),
+                on_lost=(self._fetch_failed, fid, f_inc, gen),
+            )
         else:
             L.parked_fetch[fid] = (gen, offset)
             self.at(self.now + self.cfg.fetch_wait_ms, self._fetch_expire, lid, L.inc, fid, gen)
@@ -718,8 +952,13 @@ class Sim:
         del L.parked_fetch[fid]
         offset = parked[1]
         entries = L.log[offset:] if L.role == "leader" else []
-        self.send(lid, fid, self._follower_on_response, (fid, gen, lid, "records", entries, L.hw),
-                  on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen))
+        self.send(
+            lid,
+            fid,
+            self._follower_on_response,
+            (fid, gen, lid, "records", entries, L.hw),
+            on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen),
+        )
 
     def _wake_parked_fetches(self, L: Broker) -> None:
         if not L.parked_fetch:
@@ -728,8 +967,13 @@ class Sim:
         L.parked_fetch = {}
         for fid, (gen, offset) in parked.items():
             entries = L.log[offset:]
-            self.send(L.id, fid, self._follower_on_response, (fid, gen, L.id, "records", entries, L.hw),
-                      on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen))
+            self.send(
+                L.id,
+                fid,
+                self._follower_on_response,
+                (fid, gen, L.id, "records", entries, L.hw),
+                on_lost=(self._fetch_failed, fid, self.brokers[fid].inc, gen),
+            )
 
     def _fail_parked_fetches(self, L: Broker) -> None:
         parked = L.parked_fetch
@@ -750,24 +994,38 @@ class Sim:
             if entries:
                 first = f.leo
                 self._append(f, entries)
-                self.step("follower_fetch", f"broker-{fid}",
-                          f"B{fid} fetched {_fmt_offsets(first, f.leo - 1)} "
-                          f"({_fmt_records([e[1] for e in entries])}) from B{lid}; its LEO is now {f.leo}",
-                          broker=fid, records=[e[1] for e in entries], offsets=[first, f.leo - 1])
+                self.step(
+                    "follower_fetch",
+                    f"broker-{fid}",
+                    f"B{fid} fetched {_fmt_offsets(first, f.leo - 1)} "
+                    f"({_fmt_records([e[1] for e in entries])}) from B{lid}; its LEO is now {f.leo}",
+                    broker=fid,
+                    records=[e[1] for e in entries],
+                    offsets=[first, f.leo - 1],
+                )
             new_hw = min(b, f.leo)  # RFT 121-135: set, not maxed; clamped to the LEO
             if new_hw != f.hw:
                 old = f.hw
                 f.hw = new_hw
-                self.step("follower_update_high_watermark", f"broker-{fid}",
-                          f"B{fid} learns the leader's HW: {old} -> {new_hw}", broker=fid)
+                self.step(
+                    "follower_update_high_watermark",
+                    f"broker-{fid}",
+                    f"B{fid} learns the leader's HW: {old} -> {new_hw}",
+                    broker=fid,
+                )
             self._follower_fetch(fid)
         elif kind == "diverging":
             self._truncate_on_divergence(f, a, b)
             self._follower_fetch(fid)
         elif kind == "out_of_range":
             # historic: a follower ahead of the leader truncates to the leader's LEO
-            self._truncate(f, a, "high_watermark", kind="follower_truncate",
-                           text=f"B{fid} is ahead of leader B{lid} and truncates to its LEO {a}")
+            self._truncate(
+                f,
+                a,
+                "high_watermark",
+                kind="follower_truncate",
+                text=f"B{fid} is ahead of leader B{lid} and truncates to its LEO {a}",
+            )
             self._follower_fetch(fid)
         else:  # not_leader
             self.at(self.now + self.cfg.fetch_backoff_ms, self._follower_fetch_retry, fid, f.inc)
@@ -807,11 +1065,17 @@ class Sim:
                 target = min(end, f.leo)
         if target < f.leo:
             below_hw = " (below its own HW)" if target < f.hw else ""
-            self._truncate(f, target, "diverging_epoch",
-                           text=f"B{f.id} truncates its log to offset {target}{below_hw}, deleting "
-                                f"{_fmt_records([x[1] for x in f.log[target:]])}")
+            self._truncate(
+                f,
+                target,
+                "diverging_epoch",
+                text=f"B{f.id} truncates its log to offset {target}{below_hw}, deleting "
+                f"{_fmt_records([x[1] for x in f.log[target:]])}",
+            )
 
-    def _truncate(self, br: Broker, to: int, why: str, kind: str = "follower_truncate", text: str = "") -> None:
+    def _truncate(
+        self, br: Broker, to: int, why: str, kind: str = "follower_truncate", text: str = ""
+    ) -> None:
         if to >= br.leo:
             return
         removed = br.log[to:]
@@ -824,8 +1088,13 @@ class Sim:
         br.batch_offsets = {k: v for k, v in br.batch_offsets.items() if v[1] < to}
         if why == "power_loss":
             self.unsafe_history = True
-        self.step(kind, f"broker-{br.id}", text or f"B{br.id} truncates to offset {to}", broker=br.id,
-                  records=[x[1] for x in removed])
+        self.step(
+            kind,
+            f"broker-{br.id}",
+            text or f"B{br.id} truncates to offset {to}",
+            broker=br.id,
+            records=[x[1] for x in removed],
+        )
 
     # ---------------------------------------------------------------------------------------
     # ISR maintenance (§4)
@@ -855,10 +1124,13 @@ class Sim:
         if not out:
             return
         new = [x for x in br.isr if x not in out]
-        self.step("leader_shrink_isr", f"broker-{br.id}",
-                  f"B{br.id} finds {_fmt_set(out)} out of sync (not caught up for more than "
-                  f"replica.lag.time.max.ms={self.cfg.lag_time_ms}); it asks to shrink the ISR to {_fmt_set(new)}",
-                  broker=br.id)
+        self.step(
+            "leader_shrink_isr",
+            f"broker-{br.id}",
+            f"B{br.id} finds {_fmt_set(out)} out of sync (not caught up for more than "
+            f"replica.lag.time.max.ms={self.cfg.lag_time_ms}); it asks to shrink the ISR to {_fmt_set(new)}",
+            broker=br.id,
+        )
         self._request_isr_change(br, new, "shrink")
 
     def _maybe_expand_isr(self, L: Broker, fid: int) -> None:
@@ -872,10 +1144,14 @@ class Sim:
         if self.prof.leader_epochs and st.leo < L.epoch_start:
             return  # P 1061-1066: the follower must reach the current epoch's start
         new = L.isr + [fid]
-        self.step("leader_expand_isr", f"broker-{L.id}",
-                  f"B{fid} reached the HW {L.hw}" + (f" and the epoch start {L.epoch_start}"
-                                                     if self.prof.leader_epochs else "")
-                  + f"; B{L.id} asks to expand the ISR to {_fmt_set(new)}", broker=L.id)
+        self.step(
+            "leader_expand_isr",
+            f"broker-{L.id}",
+            f"B{fid} reached the HW {L.hw}"
+            + (f" and the epoch start {L.epoch_start}" if self.prof.leader_epochs else "")
+            + f"; B{L.id} asks to expand the ISR to {_fmt_set(new)}",
+            broker=L.id,
+        )
         self._request_isr_change(L, new, "expand")
 
     def _request_isr_change(self, L: Broker, new: list[int], direction: str) -> None:
@@ -883,9 +1159,15 @@ class Sim:
             L.pending = direction
             L.pending_isr = list(new)
             # P 224-266: an expansion counts at once; a shrink keeps the old members until committed
-            L.maximal = sorted(set(L.isr) | set(new), key=self._order) if direction == "expand" else list(L.isr)
-            self.send(L.id, "controller", self._ctl_alter_partition,
-                      (L.id, L.leader_epoch, L.partition_epoch, list(new)))
+            L.maximal = (
+                sorted(set(L.isr) | set(new), key=self._order) if direction == "expand" else list(L.isr)
+            )
+            self.send(
+                L.id,
+                "controller",
+                self._ctl_alter_partition,
+                (L.id, L.leader_epoch, L.partition_epoch, list(new)),
+            )
         else:
             # before AlterPartition (KIP-497) the leader wrote the ISR itself and used it at once
             L.isr = list(new)
@@ -902,12 +1184,17 @@ class Sim:
 
     def _metadata(self) -> dict[str, Any]:
         c = self.ctl
-        return {"leader": c.leader, "leader_epoch": c.leader_epoch, "partition_epoch": c.partition_epoch,
-                "isr": list(c.isr), "recovery": c.recovery}
+        return {
+            "leader": c.leader,
+            "leader_epoch": c.leader_epoch,
+            "partition_epoch": c.partition_epoch,
+            "isr": list(c.isr),
+            "recovery": c.recovery,
+        }
 
     def _publish(self, only: int | None = None) -> None:
         meta = self._metadata()
-        for bid in (self.replicas if only is None else [only]):
+        for bid in self.replicas if only is None else [only]:
             if self.ctl.reg[bid].registered:
                 self.send("controller", bid, self._apply_metadata, (bid, meta))
 
@@ -915,8 +1202,9 @@ class Sim:
         r = self.ctl.reg[bid]
         return bid not in exclude and r.registered and not r.fenced and not r.shutting
 
-    def _ctl_alter_partition(self, lid: int, leader_epoch: int, partition_epoch: int, new_isr: list[int],
-                             direct: bool = False) -> None:
+    def _ctl_alter_partition(
+        self, lid: int, leader_epoch: int, partition_epoch: int, new_isr: list[int], direct: bool = False
+    ) -> None:
         c = self.ctl
         if not direct:
             reason = None
@@ -929,8 +1217,11 @@ class Sim:
                     if r not in c.isr and not self._ctl_acceptable(r, set()):
                         reason = "INELIGIBLE_REPLICA"
             if reason is not None:
-                self.step("controller_reject_alter_partition", "controller",
-                          f"The controller rejects B{lid}'s ISR change to {_fmt_set(new_isr)}: {reason}")
+                self.step(
+                    "controller_reject_alter_partition",
+                    "controller",
+                    f"The controller rejects B{lid}'s ISR change to {_fmt_set(new_isr)}: {reason}",
+                )
                 self.send("controller", lid, self._leader_alter_rejected, (lid, reason, partition_epoch))
                 return
         recovered = c.recovery == "RECOVERING"
@@ -938,12 +1229,18 @@ class Sim:
             c.recovery = "RECOVERED"
         old = list(c.isr)
         self._ctl_change(sorted(new_isr, key=self._order), why="alter_partition", force_publish=recovered)
-        self.step("controller_alter_partition", "controller",
-                  f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
-                  f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)")
+        self.step(
+            "controller_alter_partition",
+            "controller",
+            f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
+            f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)",
+        )
         if recovered:
-            self.step("controller_recovered", f"broker-{lid}",
-                      f"B{lid}'s first ISR change carries RECOVERED: the partition leaves the RECOVERING state")
+            self.step(
+                "controller_recovered",
+                f"broker-{lid}",
+                f"B{lid}'s first ISR change carries RECOVERED: the partition leaves the RECOVERING state",
+            )
 
     def _leader_alter_rejected(self, lid: int, reason: str, partition_epoch: int) -> None:
         L = self.brokers[lid]
@@ -954,10 +1251,19 @@ class Sim:
             L.maximal = list(L.isr)
             self._maybe_increment_hw(L)
 
-    def _ctl_change(self, target_isr: list[int], *, why: str, exclude: set[int] | None = None,
-                    election: str = "online", drop_from_elr: int | None = None, force_publish: bool = False,
-                    preferred: int | None = None) -> None:
-        """PartitionChangeBuilder: ELR populate (PCB 539-570), election (PCB 261-289), epochs (PReg 255-277)."""
+    def _ctl_change(
+        self,
+        target_isr: list[int],
+        *,
+        why: str,
+        exclude: set[int] | None = None,
+        election: str = "online",
+        drop_from_elr: int | None = None,
+        force_publish: bool = False,
+        preferred: int | None = None,
+    ) -> None:
+        """PartitionChangeBuilder: ELR populate (PCB 539-570), election (PCB 261-289),
+        epochs (PReg 255-277)."""
         c = self.ctl
         prof = self.prof
         exclude = exclude or set()
@@ -987,8 +1293,11 @@ class Sim:
             leader, how = old_leader, "kept"
         else:
             if self.cfg.largest_leo_election:
-                pool_ids = [r for r in self.replicas if acceptable(r)
-                            and (r in target_isr or (not target_isr and r in new_elr))]
+                pool_ids = [
+                    r
+                    for r in self.replicas
+                    if acceptable(r) and (r in target_isr or (not target_isr and r in new_elr))
+                ]
                 if pool_ids:
                     leader = max(pool_ids, key=lambda r: (self.brokers[r].leo, -self._order(r)))
                     how = "largest_leo"
@@ -998,8 +1307,14 @@ class Sim:
                         leader = r
                         how = "elr" if r not in target_isr else "clean"
                         break
-            if (leader == NO_LEADER and self.cfg.elr and not target_isr and not new_elr and len(new_lke) == 1
-                    and acceptable(new_lke[0])):
+            if (
+                leader == NO_LEADER
+                and self.cfg.elr
+                and not target_isr
+                and not new_elr
+                and len(new_lke) == 1
+                and acceptable(new_lke[0])
+            ):
                 leader, how = new_lke[0], "last_known"
             if leader == NO_LEADER and (election == "unclean" or c.unclean):
                 for r in self.replicas:
@@ -1022,42 +1337,65 @@ class Sim:
         if self.cfg.elr and leader == NO_LEADER and not new_isr and not new_lke and old_leader != NO_LEADER:
             new_lke = [old_leader]  # PCB 496-507: remember the last leader
         leader_changed = leader != old_leader
-        changed = (leader_changed or new_isr != old_isr or new_elr != old_elr or new_lke != old_lke
-                   or new_recovery != c.recovery or force_publish)
+        changed = (
+            leader_changed
+            or new_isr != old_isr
+            or new_elr != old_elr
+            or new_lke != old_lke
+            or new_recovery != c.recovery
+            or force_publish
+        )
         if not changed:
             return
         if leader_changed:
             c.leader_epoch += 1
-        elif (prof.epoch_bump_on_controller_shrink and why in ("fence", "shutdown", "unclean_restart")
-              and len(new_isr) < len(old_isr)):
+        elif (
+            prof.epoch_bump_on_controller_shrink
+            and why in ("fence", "shutdown", "unclean_restart")
+            and len(new_isr) < len(old_isr)
+        ):
             c.leader_epoch += 1  # before 3.6 a controller-driven shrink bumped the leader epoch
         c.partition_epoch += 1
         c.leader, c.isr, c.elr, c.lke, c.recovery = leader, new_isr, new_elr, new_lke, new_recovery
         if new_elr != old_elr:
-            self.step("controller_update_elr", "controller",
-                      f"ELR {_fmt_set(old_elr)} -> {_fmt_set(new_elr)} (ISR {_fmt_set(new_isr)} is "
-                      f"{'below' if len(new_isr) < eff else 'at or above'} min.insync.replicas {eff})")
+            self.step(
+                "controller_update_elr",
+                "controller",
+                f"ELR {_fmt_set(old_elr)} -> {_fmt_set(new_elr)} (ISR {_fmt_set(new_isr)} is "
+                f"{'below' if len(new_isr) < eff else 'at or above'} min.insync.replicas {eff})",
+            )
         if leader_changed:
             if leader == NO_LEADER:
-                self.step("controller_partition_offline", "controller",
-                          f"No replica can lead: the partition is OFFLINE (leader -1, epoch {c.leader_epoch}, "
-                          f"ISR {_fmt_set(new_isr)}"
-                          + (f", ELR {_fmt_set(new_elr)}" if self.cfg.elr else "") + ")")
+                self.step(
+                    "controller_partition_offline",
+                    "controller",
+                    f"No replica can lead: the partition is OFFLINE (leader -1, epoch {c.leader_epoch}, "
+                    f"ISR {_fmt_set(new_isr)}" + (f", ELR {_fmt_set(new_elr)}" if self.cfg.elr else "") + ")",
+                )
             else:
                 kind, detail = {
                     "clean": ("controller_elect_leader", "the first ISR member in assignment order"),
                     "elr": ("controller_elect_leader", "an eligible leader replica (the ISR was empty)"),
-                    "last_known": ("controller_elect_last_known_leader",
-                                   "the last known leader (ISR and ELR empty), marked unclean"),
-                    "unclean": ("controller_elect_unclean",
-                                "UNCLEAN: the first live replica in assignment order, not in the ISR"),
+                    "last_known": (
+                        "controller_elect_last_known_leader",
+                        "the last known leader (ISR and ELR empty), marked unclean",
+                    ),
+                    "unclean": (
+                        "controller_elect_unclean",
+                        "UNCLEAN: the first live replica in assignment order, not in the ISR",
+                    ),
                     "preferred": ("controller_elect_preferred", "the preferred replica"),
-                    "largest_leo": ("controller_elect_largest_leo",
-                                    "PROPOSAL (KIP-250, not Kafka): the ISR member with the largest LEO"),
+                    "largest_leo": (
+                        "controller_elect_largest_leo",
+                        "PROPOSAL (KIP-250, not Kafka): the ISR member with the largest LEO",
+                    ),
                 }[how]
-                self.step(kind, "controller",
-                          f"The controller elects B{leader} leader at epoch {c.leader_epoch}: {detail}; "
-                          f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else ""))
+                self.step(
+                    kind,
+                    "controller",
+                    f"The controller elects B{leader} leader at epoch {c.leader_epoch}: {detail}; "
+                    f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else ""),
+                )
         self._publish()
 
     def _broker_heartbeat(self, bid: int, inc: int) -> None:
@@ -1095,9 +1433,13 @@ class Sim:
         if r.fenced or r.hb_count != hb_count:
             return
         r.fenced = True
-        self.step("controller_fence_broker", "controller",
-                  f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
-                  f"the controller fences it", broker=bid)
+        self.step(
+            "controller_fence_broker",
+            "controller",
+            f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
+            f"the controller fences it",
+            broker=bid,
+        )
         c = self.ctl
         if bid in c.isr and bid in self.replicas:
             self._ctl_change([x for x in c.isr if x != bid], why="fence", exclude={bid})
@@ -1107,26 +1449,34 @@ class Sim:
         r = c.reg[bid]
         if inc <= r.inc and r.registered:
             return
-        if not r.fenced and self.now - r.last_hb <= self.cfg.session_timeout_ms:
+        guarded = self.prof.session_guards_reregistration
+        if guarded and not r.fenced and self.now - r.last_hb <= self.cfg.session_timeout_ms:
             return  # CCM 363-372: DUPLICATE_BROKER_REGISTRATION while the old session lives; it retries
         r.registered = True
         r.inc = inc
-        r.fenced = True
+        was_fenced = r.fenced
+        r.fenced = guarded or was_fenced  # KRaft: a new registration starts fenced until it heartbeats
         r.shutting = False
         r.last_hb = self.now
         r.hb_count += 1
         self.at(self.now + self.cfg.session_timeout_ms + 1, self._ctl_session_check, bid, r.hb_count)
         unclean_restart = self.cfg.elr and not clean
-        self.step("controller_register_broker", "controller",
-                  f"B{bid} registers a new incarnation after a {'clean' if clean else 'unclean'} shutdown"
-                  + ("; it is removed from the ISR and the ELR" if unclean_restart and bid in c.isr + c.elr
-                     else ""), broker=bid)
+        self.step(
+            "controller_register_broker",
+            "controller",
+            f"B{bid} registers a new incarnation after {'a clean' if clean else 'an unclean'} shutdown"
+            + (
+                "; it is removed from the ISR and the ELR" if unclean_restart and bid in c.isr + c.elr else ""
+            ),
+            broker=bid,
+        )
         self.send("controller", bid, self._broker_registered, (bid, inc))
         if bid in self.replicas:
             if unclean_restart and (bid in c.isr or bid in c.elr):
-                self._ctl_change([x for x in c.isr if x != bid], why="unclean_restart", exclude={bid},
-                                 drop_from_elr=bid)
-            elif bid in c.isr and len(c.isr) > 1:
+                self._ctl_change(
+                    [x for x in c.isr if x != bid], why="unclean_restart", exclude={bid}, drop_from_elr=bid
+                )
+            elif guarded and bid in c.isr and len(c.isr) > 1:
                 self._ctl_change([x for x in c.isr if x != bid], why="fence", exclude={bid})
             self._publish(only=bid)
 
@@ -1139,7 +1489,7 @@ class Sim:
     def _ctl_rebalance_tick(self) -> None:
         c = self.ctl
         pref = self.replicas[0]
-        if (c.leader != pref and c.leader != NO_LEADER and pref in c.isr and self._ctl_acceptable(pref, set())):
+        if c.leader != pref and c.leader != NO_LEADER and pref in c.isr and self._ctl_acceptable(pref, set()):
             self._ctl_change(list(c.isr), why="preferred", preferred=pref)
         self.at(self.now + self.cfg.rebalance_interval_ms, self._ctl_rebalance_tick)
 
@@ -1155,7 +1505,8 @@ class Sim:
     def _apply_metadata(self, bid: int, meta: dict[str, Any], quiet: bool = False) -> None:
         br = self.brokers[bid]
         if meta["partition_epoch"] < br.partition_epoch or (
-                meta["partition_epoch"] == br.partition_epoch and not quiet):
+            meta["partition_epoch"] == br.partition_epoch and not quiet
+        ):
             return
         leader = meta["leader"]
         was_leader = br.role == "leader"
@@ -1173,8 +1524,12 @@ class Sim:
             if not was_leader or new_epoch:
                 self._become_leader(br, meta, was_leader, quiet)
             elif had_pending is not None:
-                self.step("leader_commit_isr", f"broker-{bid}",
-                          f"B{bid} learns its ISR change is committed: ISR {_fmt_set(br.isr)}", broker=bid)
+                self.step(
+                    "leader_commit_isr",
+                    f"broker-{bid}",
+                    f"B{bid} learns its ISR change is committed: ISR {_fmt_set(br.isr)}",
+                    broker=bid,
+                )
             self._maybe_increment_hw(br)
             self._check_purgatory(br)
             return
@@ -1195,12 +1550,21 @@ class Sim:
         if leader != old_leader or was_leader:
             if not self.prof.leader_epochs:
                 if br.hw < br.leo:
-                    self._truncate(br, br.hw, "high_watermark", kind="follower_truncate_to_hw",
-                                   text=f"Historic rule (before KIP-101): B{bid} cuts its log back to its own "
-                                        f"HW {br.hw}, deleting {_fmt_records([x[1] for x in br.log[br.hw:]])}")
+                    self._truncate(
+                        br,
+                        br.hw,
+                        "high_watermark",
+                        kind="follower_truncate_to_hw",
+                        text=f"Historic rule (before KIP-101): B{bid} cuts its log back to its own "
+                        f"HW {br.hw}, deleting {_fmt_records([x[1] for x in br.log[br.hw :]])}",
+                    )
             if not quiet:
-                self.step("follower_become", f"broker-{bid}",
-                          f"B{bid} now follows B{leader} (leader epoch {br.leader_epoch})", broker=bid)
+                self.step(
+                    "follower_become",
+                    f"broker-{bid}",
+                    f"B{bid} now follows B{leader} (leader epoch {br.leader_epoch})",
+                    broker=bid,
+                )
             br.fetch_gen += 1
             br.fetch_inflight = False
         self._follower_fetch(bid)
@@ -1219,12 +1583,28 @@ class Sim:
         if meta["recovery"] == "RECOVERING":
             br.recovery = "RECOVERED"
         if not quiet:
-            self.step("leader_become", f"broker-{br.id}",
-                      f"B{br.id} becomes leader at epoch {epoch}; the epoch starts at offset {br.leo}; its HW is "
-                      f"{br.hw}; it waits for every ISR follower to fetch before the HW can move", broker=br.id)
+            self.step(
+                "leader_become",
+                f"broker-{br.id}",
+                f"B{br.id} becomes leader at epoch {epoch}; the epoch starts at offset {br.leo}; its HW is "
+                f"{br.hw}; it waits for every ISR follower to fetch before the HW can move",
+                broker=br.id,
+            )
 
     # ---------------------------------------------------------------------------------------
     # faults and admin actions
+
+    def writeback(self, bid: int) -> None:
+        """The operating system writes a broker's dirty pages to disk on its own (outside Kafka)."""
+        br = self.brokers[bid]
+        if br.alive and br.flushed < br.leo:
+            br.flushed = br.leo
+            self.step(
+                "broker_flush",
+                "operator",
+                f"The OS writes B{bid}'s page cache back to disk: flushed up to offset {br.leo}",
+                broker=bid,
+            )
 
     def crash(self, bid: int, lose_unflushed: bool, power: bool = False) -> None:
         br = self.brokers[bid]
@@ -1235,7 +1615,9 @@ class Sim:
         br.clean_shutdown = False
         for entry in br.parked:
             if self.linked(bid, "producer"):
-                self.at(self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION")
+                self.at(
+                    self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION"
+                )
         br.parked = []
         for fid, (gen, _o) in br.parked_fetch.items():
             if self.linked(bid, fid):
@@ -1243,15 +1625,27 @@ class Sim:
         br.parked_fetch = {}
         kind = "broker_power_loss" if power else "broker_crash"
         lost = br.leo - br.flushed if lose_unflushed else 0
-        self.step(kind, "operator",
-                  (f"B{bid} loses power" if power else f"B{bid}'s process crashes")
-                  + (f"; {lost} unflushed record(s) in its page cache are gone" if lost else
-                     ("; its page cache survives" if not lose_unflushed else "")), broker=bid)
+        self.step(
+            kind,
+            "operator",
+            (f"B{bid} loses power" if power else f"B{bid}'s process crashes")
+            + (
+                f"; {lost} unflushed record(s) in its page cache are gone"
+                if lost
+                else ("; its page cache survives" if not lose_unflushed else "")
+            ),
+            broker=bid,
+        )
         if lose_unflushed:
             self.unsafe_history = True
             if lost:
-                self._truncate(br, br.flushed, "power_loss", kind="broker_power_loss",
-                               text=f"B{bid}'s log now ends at its flushed offset {br.flushed}")
+                self._truncate(
+                    br,
+                    br.flushed,
+                    "power_loss",
+                    kind="broker_power_loss",
+                    text=f"B{bid}'s log now ends at its flushed offset {br.flushed}",
+                )
 
     def power_loss(self, ids: list[int]) -> None:
         for bid in ids:
@@ -1262,8 +1656,13 @@ class Sim:
         if not br.alive:
             return
         self.step("broker_shutdown", "operator", f"B{bid} begins a controlled shutdown", broker=bid)
-        self.send(bid, "controller", self._ctl_controlled_shutdown, (bid,),
-                  on_lost=(self._finish_shutdown, bid, br.inc))
+        self.send(
+            bid,
+            "controller",
+            self._ctl_controlled_shutdown,
+            (bid,),
+            on_lost=(self._finish_shutdown, bid, br.inc),
+        )
         # if the controller cannot be reached, the broker gives up waiting and stops anyway
         self.at(self.now + self.cfg.session_timeout_ms, self._finish_shutdown, bid, br.inc)
 
@@ -1284,13 +1683,19 @@ class Sim:
         br.inc += 1
         br.clean_shutdown = True
         for entry in br.parked:
-            self.at(self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION")
+            self.at(
+                self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION"
+            )
         br.parked = []
         br.parked_fetch = {}
         r = self.ctl.reg[bid]
         r.fenced = True
-        self.step("broker_shutdown", "operator",
-                  f"B{bid} has flushed its log to offset {br.leo} and stopped (clean shutdown)", broker=bid)
+        self.step(
+            "broker_shutdown",
+            "operator",
+            f"B{bid} has flushed its log to offset {br.leo} and stopped (clean shutdown)",
+            broker=bid,
+        )
 
     def restart(self, bid: int) -> None:
         br = self.brokers[bid]
@@ -1309,8 +1714,12 @@ class Sim:
         br.fetch_inflight = False
         br.fetching = True
         br.registered = False
-        self.step("broker_restart", "operator",
-                  f"B{bid} starts and recovers its log: LEO {br.leo}, HW {br.hw}, flushed {br.flushed}", broker=bid)
+        self.step(
+            "broker_restart",
+            "operator",
+            f"B{bid} starts and recovers its log: LEO {br.leo}, HW {br.hw}, flushed {br.flushed}",
+            broker=bid,
+        )
         self.at(self.now, self._broker_heartbeat, bid, br.inc)
 
     def stop_fetching(self, bid: int, on: bool) -> None:
@@ -1320,8 +1729,12 @@ class Sim:
             self.step("broker_resume_fetching", "operator", f"B{bid} fetches again", broker=bid)
             self._follower_fetch(bid)
         else:
-            self.step("broker_stop_fetching", "operator",
-                      f"B{bid} stops fetching (still alive and heartbeating)", broker=bid)
+            self.step(
+                "broker_stop_fetching",
+                "operator",
+                f"B{bid} stops fetching (still alive and heartbeating)",
+                broker=bid,
+            )
 
     def isolate(self, bid: int, parties: list[Any] | None, heal: bool) -> None:
         if parties is None:
@@ -1330,18 +1743,24 @@ class Sim:
         names = ", ".join(("B" + str(p)) if isinstance(p, int) else p for p in parties)
         if heal:
             self.cut -= pairs
-            self.step("network_heal", "operator", f"The network between B{bid} and {names} is restored",
-                      broker=bid)
+            self.step(
+                "network_heal", "operator", f"The network between B{bid} and {names} is restored", broker=bid
+            )
             br = self.brokers[bid]
             if br.alive and "controller" in parties and br.pending is not None and br.role == "leader":
-                self.send(bid, "controller", self._ctl_alter_partition,
-                          (bid, br.leader_epoch, br.partition_epoch, list(br.pending_isr)))
+                self.send(
+                    bid,
+                    "controller",
+                    self._ctl_alter_partition,
+                    (bid, br.leader_epoch, br.partition_epoch, list(br.pending_isr)),
+                )
             if br.alive and br.role == "follower" and not br.fetch_inflight:
                 self._follower_fetch(bid)
         else:
             self.cut |= pairs
-            self.step("network_isolate", "operator", f"The network between B{bid} and {names} is cut",
-                      broker=bid)
+            self.step(
+                "network_isolate", "operator", f"The network between B{bid} and {names} is cut", broker=bid
+            )
 
     def set_config(self, key: str, value: Any) -> None:
         c = self.ctl
@@ -1367,26 +1786,41 @@ class Sim:
         c = self.ctl
         if kind == "unclean":
             if c.leader != NO_LEADER:
-                self.step("controller_admin_election", "controller",
-                          f"Admin unclean election: ELECTION_NOT_NEEDED, B{c.leader} already leads")
+                self.step(
+                    "controller_admin_election",
+                    "controller",
+                    f"Admin unclean election: ELECTION_NOT_NEEDED, B{c.leader} already leads",
+                )
                 return
-            self.step("controller_admin_election", "controller",
-                      "Admin unclean election (kafka-leader-election.sh --election-type unclean)")
+            self.step(
+                "controller_admin_election",
+                "controller",
+                "Admin unclean election (kafka-leader-election.sh --election-type unclean)",
+            )
             self._ctl_change(list(c.isr), why="admin", election="unclean")
             if c.leader == NO_LEADER:
-                self.step("controller_admin_election", "controller",
-                          "ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica can lead")
+                self.step(
+                    "controller_admin_election",
+                    "controller",
+                    "ELIGIBLE_LEADERS_NOT_AVAILABLE: no live replica can lead",
+                )
         else:
             pref = self.replicas[0]
             if c.leader == pref:
-                self.step("controller_admin_election", "controller",
-                          f"Admin preferred election: ELECTION_NOT_NEEDED, B{pref} already leads")
+                self.step(
+                    "controller_admin_election",
+                    "controller",
+                    f"Admin preferred election: ELECTION_NOT_NEEDED, B{pref} already leads",
+                )
             elif pref in c.isr and self._ctl_acceptable(pref, set()):
                 self._ctl_change(list(c.isr), why="preferred", preferred=pref)
             else:
-                self.step("controller_admin_election", "controller",
-                          f"Admin preferred election: PREFERRED_LEADER_NOT_AVAILABLE (B{pref} is not a live "
-                          "ISR member)")
+                self.step(
+                    "controller_admin_election",
+                    "controller",
+                    f"Admin preferred election: PREFERRED_LEADER_NOT_AVAILABLE (B{pref} is not a live "
+                    "ISR member)",
+                )
 
     # ---------------------------------------------------------------------------------------
     # settle
@@ -1423,7 +1857,12 @@ class Sim:
         for bid in sorted(self.brokers):
             b = self.brokers[bid]
             r = c.reg[bid]
-            if leader_b is not None and bid != c.leader and bid in leader_b.fstate and leader_b.role == "leader":
+            if (
+                leader_b is not None
+                and bid != c.leader
+                and bid in leader_b.fstate
+                and leader_b.role == "leader"
+            ):
                 reported = leader_b.fstate[bid].leo
             else:
                 reported = None
@@ -1456,7 +1895,8 @@ class Sim:
             "recovery_state": c.recovery,
             "replicas": list(self.replicas),
             "hw": leader_hw,
-            "maximal_isr": list(leader_b.maximal) if leader_b is not None and leader_b.role == "leader"
+            "maximal_isr": list(leader_b.maximal)
+            if leader_b is not None and leader_b.role == "leader"
             else list(c.isr),
             "pending_isr_change": leader_b.pending if leader_b is not None else None,
             "effective_min_isr": self.eff_min(),
@@ -1464,9 +1904,18 @@ class Sim:
             "under_min_isr": len(c.isr) < self.eff_min(),
             "unclean_leader_election_enable": c.unclean,
         }
-        in_flight = [{"index": b.index, "records": b.records, "acks": b.acks_shown, "attempt": b.attempts,
-                      "state": b.state, "target": b.target}
-                     for b in self.batches if b.outcome is None]
+        in_flight = [
+            {
+                "index": b.index,
+                "records": b.records,
+                "acks": b.acks_shown,
+                "attempt": b.attempts,
+                "state": b.state,
+                "target": b.target,
+            }
+            for b in self.batches
+            if b.outcome is None
+        ]
         return {"t_ms": self.now, "partition": part, "brokers": brokers, "producer": {"in_flight": in_flight}}
 
     # ---------------------------------------------------------------------------------------
@@ -1490,7 +1939,9 @@ class Sim:
                 rep = b.fstate[f].leo
                 if rep >= 0 and b.hw > rep and b.id == c.leader:
                     self.violations.append(
-                        f"{where}: leader B{b.id}'s HW {b.hw} passes maximal-ISR member B{f}'s reported LEO {rep}")
+                        f"{where}: leader B{b.id}'s HW {b.hw} passes maximal-ISR member B{f}'s "
+                        f"reported LEO {rep}"
+                    )
         if self.unsafe_history or not self.prof.leader_epochs or c.leader == NO_LEADER:
             return
         L = self.brokers[c.leader]
@@ -1503,7 +1954,8 @@ class Sim:
             for off in range(upto):
                 if f.log[off][:2] != L.log[off][:2]:
                     self.violations.append(
-                        f"{where}: B{f.id} disagrees with leader B{L.id} at offset {off}, below its HW {f.hw}")
+                        f"{where}: B{f.id} disagrees with leader B{L.id} at offset {off}, below its HW {f.hw}"
+                    )
                     break
 
     # ---------------------------------------------------------------------------------------
@@ -1515,10 +1967,18 @@ class Sim:
         produce = []
         acked: list[str] = []
         for b in self.batches:
-            produce.append({
-                "records": b.records, "acks": b.acks_shown, "outcome": b.outcome or "pending", "error": b.error,
-                "offsets": b.offsets, "attempts": b.attempts, "sent_ms": b.first_send, "done_ms": b.done_ms,
-            })
+            produce.append(
+                {
+                    "records": b.records,
+                    "acks": b.acks_shown,
+                    "outcome": b.outcome or "pending",
+                    "error": b.error,
+                    "offsets": b.offsets,
+                    "attempts": b.attempts,
+                    "sent_ms": b.first_send,
+                    "done_ms": b.done_ms,
+                }
+            )
             if b.outcome == "acked":
                 acked.extend(b.records)
         if c.leader != NO_LEADER:
@@ -1526,7 +1986,7 @@ class Sim:
             leader_records = [r for (_e, r, _b) in L.log]
             present = set(leader_records)
             lost = [r for r in acked if r not in present]
-            visible = leader_records[:L.hw]
+            visible = leader_records[: L.hw]
             counts: dict[str, int] = {}
             for r in leader_records:
                 counts[r] = counts.get(r, 0) + 1
@@ -1542,8 +2002,11 @@ class Sim:
             "visible_records": visible,
             "duplicate_records": dups,
             "step_count": self.nsteps,
-            "profile": {"kafka_version": self.prof.version, "label": self.prof.label,
-                        "description": self.prof.description},
+            "profile": {
+                "kafka_version": self.prof.version,
+                "label": self.prof.label,
+                "description": self.prof.description,
+            },
             "proposals": list(self.cfg.proposals),
             "seed": self.cfg.seed,
         }
@@ -1556,7 +2019,9 @@ class Sim:
         return out
 
 
-def run(cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool) -> dict[str, Any]:
+def run(
+    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+) -> dict[str, Any]:
     sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants)
     sim.start()
     for i, a in enumerate(cfg.actions):
@@ -1585,6 +2050,8 @@ def run(cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_
             sim.set_config(a.key, a.value)
         elif do == "elect":
             sim.elect(a.type)
+        elif do == "writeback":
+            sim.writeback(a.broker)
         else:  # pragma: no cover - the scenario model admits nothing else
             raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
     return sim.result()
