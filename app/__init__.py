@@ -1,0 +1,1 @@
+"""The web shell of Build Kafka: HTTP in, HTML out. No simulation logic lives here."""

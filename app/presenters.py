@@ -1,0 +1,587 @@
+"""Presenters: engine state and scene data in, template context out.
+
+Templates only loop and print. Everything that needs a decision (what colour a cell is, where a
+marker goes, whether a fault button makes sense for a broker, which pseudocode line ran, what
+the headroom table says) is decided here, in plain Python that unit tests can read.
+
+The diagram is laid out here too: `diagram()` returns SVG coordinates for every shape, computed
+from the snapshot the engine returned for the current step. Record states are shown by pattern,
+border and a glyph as well as colour, so nothing depends on colour alone:
+
+    committed     solid cell            below the leader's high watermark
+    uncommitted   hatched, dashed edge  at or above the leader's HW (may still be lost)
+    lost          cross-hatched, "!"    acknowledged to the producer, not on the leader
+    truncated     ghost, struck out     deleted by truncation or a power loss (shown after ✂)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engine.steps import STEP_KINDS
+
+from app import urls
+from app.simulation import Timeline
+from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
+
+# ----------------------------------------------------------------------------------------------
+# Diagram geometry, in SVG user units (the SVG scales to its container; see static/app.css).
+DIAGRAM_WIDTH = 600
+TOP_BOX_GAP = 8
+TOP_LINE_HEIGHT = 15
+TOP_MAX_INFLIGHT_LINES = 3
+LABEL_COLUMN_WIDTH = 136
+LOG_LEFT = LABEL_COLUMN_WIDTH + 8
+LOG_RIGHT_MARGIN = 8
+ROW_HEIGHT = 74
+CELL_TOP = 18  # cell offset inside a row (room for the HW label above)
+CELL_HEIGHT = 30
+CELL_WIDTH_MAX = 36
+CELL_WIDTH_MIN = 14
+MIN_VISIBLE_CELLS = 8
+GHOST_GAP = 18
+RECORD_TEXT_CHARS = 4
+EPOCH_PALETTE_SIZE = 6
+
+STATUS_TEXT = {"running": "running", "crashed": "crashed", "shutdown": "shut down"}
+STATUS_GLYPH = {"running": "●", "crashed": "✖", "shutdown": "■", "fenced": "⛔"}
+INFLIGHT_STATE_TEXT = {"awaiting_response": "awaiting response", "backoff": "backing off to retry",
+                       "waiting_for_leader": "waiting for a leader"}
+TRUNCATE_WHY_TEXT = {"diverging_epoch": "diverging epoch", "high_watermark": "truncated to HW",
+                     "power_loss": "lost in power loss"}
+
+
+def _short(record: Any, limit: int = RECORD_TEXT_CHARS) -> str:
+    text = str(record)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _ids(values: Any) -> list[int]:
+    return [int(v) for v in (values or [])]
+
+
+def _join(values: list[Any], empty: str = "none") -> str:
+    return ", ".join(str(v) for v in values) if values else empty
+
+
+# ----------------------------------------------------------------------------------------------
+# acknowledged and lost records at a step
+
+
+def acked_records_by_step(result: dict[str, Any], step: int) -> list[str]:
+    """Records acknowledged to the producer within the first `step` steps.
+
+    A batch counts as acknowledged at the last `producer_receive` step that names it, provided
+    its final outcome is `acked` (an earlier receive may have been a retriable error).
+    """
+    produce = result.get("produce", [])
+    last_receive: dict[int, int] = {}
+    for entry in result.get("steps", []):
+        if entry.get("kind") == "producer_receive" and entry.get("produce") is not None:
+            last_receive[int(entry["produce"])] = int(entry.get("i", 0))
+    records: list[str] = []
+    for index, batch in enumerate(produce):
+        if batch.get("outcome") == "acked" and last_receive.get(index, 10**9) <= step:
+            records.extend(str(r) for r in batch.get("records", []))
+    return records
+
+
+def lost_records_at(timeline: Timeline) -> set[str]:
+    if timeline.step >= timeline.step_count:
+        return {str(r) for r in timeline.result.get("lost_acked_records", [])}
+    view = timeline.view
+    partition = view.get("partition", {})
+    leader = partition.get("leader", -1)
+    if leader in (None, -1) or not partition.get("online", True):
+        return set()
+    leader_log = view["brokers"].get(str(leader), {}).get("log", [])
+    on_leader = {str(entry.get("record")) for entry in leader_log}
+    return {r for r in acked_records_by_step(timeline.result, timeline.step) if r not in on_leader}
+
+
+# ----------------------------------------------------------------------------------------------
+# the diagram
+
+
+@dataclass
+class Cell:
+    x: float
+    y: float
+    w: float
+    h: float
+    text: str
+    record: str
+    offset: int | None
+    epoch: int | None
+    epoch_class: str
+    state: str  # committed | uncommitted | lost | truncated
+    glyph: str
+    title: str
+
+    def __post_init__(self) -> None:
+        self.x, self.y, self.w = round(self.x, 1), round(self.y, 1), round(self.w, 1)
+        self.cx = round(self.x + self.w / 2, 1)  # text anchor
+        self.ty = round(self.y + 14, 1)  # record text baseline
+        self.ey = round(self.y + self.h - 4, 1)  # epoch text baseline
+        self.gx = round(self.x + self.w - 5, 1)  # glyph position (top right corner)
+        self.x2 = round(self.x + self.w, 1)
+        self.my = round(self.y + self.h / 2, 1)
+
+
+def _broker_status(broker: dict[str, Any]) -> tuple[str, str]:
+    status = broker.get("status", "running" if broker.get("alive", True) else "crashed")
+    text = STATUS_TEXT.get(status, status)
+    glyph = STATUS_GLYPH.get(status, "●")
+    if broker.get("fenced") and status == "running":
+        text, glyph = "running, fenced", STATUS_GLYPH["fenced"]
+    elif broker.get("fenced"):
+        text += ", fenced"
+    if status == "running" and not broker.get("fetching", True):
+        text += ", not fetching"
+    if broker.get("isolated_from"):
+        text += ", isolated"
+    return glyph + " " + text, status
+
+
+def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
+    view = timeline.view
+    partition = view.get("partition", {})
+    brokers_state = view.get("brokers", {})
+    leader = partition.get("leader", -1)
+    leader_hw = partition.get("hw")
+    if leader_hw is None and leader not in (None, -1):
+        leader_hw = brokers_state.get(str(leader), {}).get("hw")
+    isr, elr = set(_ids(partition.get("isr"))), set(_ids(partition.get("elr")))
+    replicas = _ids(partition.get("replicas")) or [b["id"] for b in scenario.get("brokers", [])]
+    lost = lost_records_at(timeline)
+    leader_log = {e["offset"]: e.get("record") for e in brokers_state.get(str(leader), {}).get("log", [])}
+
+    broker_ids = sorted(int(b) for b in brokers_state)
+    # the assigned replicas first, in preferred-leader order, then any other broker
+    order = [b for b in replicas if b in broker_ids] + [b for b in broker_ids if b not in replicas]
+
+    widest = MIN_VISIBLE_CELLS
+    for bid in order:
+        b = brokers_state[str(bid)]
+        ghosts = len(b.get("truncated", []))
+        widest = max(widest, len(b.get("log", [])) + ghosts + (1 if ghosts else 0) + 1)
+    usable = DIAGRAM_WIDTH - LOG_LEFT - LOG_RIGHT_MARGIN
+    cell_w = max(CELL_WIDTH_MIN, min(CELL_WIDTH_MAX, usable / widest))
+    narrow = cell_w < 24
+
+    producer = view.get("producer", {}) or {}
+    in_flight = producer.get("in_flight", []) or []
+    producer_lines = [f"acks={format_value(scenario.get('producer', {}).get('acks', 'all'))}"]
+    for req in in_flight[:TOP_MAX_INFLIGHT_LINES]:
+        records = _short(" ".join(str(r) for r in req.get("records", [])), 10)
+        target = req.get("target")
+        where = f"→ B{target}" if target not in (None, -1) else "→ ?"
+        state = INFLIGHT_STATE_TEXT.get(req.get("state"), str(req.get("state", "")))
+        producer_lines.append(f"#{req.get('index', 0) + 1} [{records}] {where} · {state}")
+    if len(in_flight) > TOP_MAX_INFLIGHT_LINES:
+        producer_lines.append(f"… and {len(in_flight) - TOP_MAX_INFLIGHT_LINES} more in flight")
+    if not in_flight:
+        producer_lines.append("no request in flight")
+
+    controller_lines = [
+        f"leader: {'B' + str(leader) if leader not in (None, -1) else 'none (offline)'}"
+        f" · epoch {partition.get('leader_epoch', 0)}",
+        f"ISR {{{_join(sorted(isr), '')}}} · ELR {{{_join(sorted(elr), '')}}}",
+        f"min ISR {partition.get('min_insync_replicas', '?')}, effective "
+        f"{partition.get('effective_min_isr', '?')}"
+        + (" · below min" if partition.get("under_min_isr") else ""),
+    ]
+    if partition.get("recovery_state") not in (None, "RECOVERED"):
+        controller_lines.append(f"recovery: {partition.get('recovery_state')}")
+
+    top_height = (max(len(producer_lines), len(controller_lines)) + 1) * TOP_LINE_HEIGHT + 14
+    box_w = (DIAGRAM_WIDTH - 3 * TOP_BOX_GAP) / 2
+    boxes = [
+        {"x": TOP_BOX_GAP, "y": TOP_BOX_GAP, "w": box_w, "h": top_height, "title": "Producer",
+         "cls": "producer", "lines": [{"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
+                                      for i, t in enumerate(producer_lines)]},
+        {"x": 2 * TOP_BOX_GAP + box_w, "y": TOP_BOX_GAP, "w": box_w, "h": top_height,
+         "title": "Controller (KRaft)", "cls": "controller",
+         "lines": [{"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
+                   for i, t in enumerate(controller_lines)]},
+    ]
+    for box in boxes:
+        box["text_x"] = box["x"] + 10
+        box["title_y"] = box["y"] + 18
+
+    header_y = TOP_BOX_GAP + top_height + 22
+    offsets = [{"x": round(LOG_LEFT + i * cell_w + cell_w / 2, 1), "text": str(i)}
+               for i in range(int(widest)) if not narrow or i % 2 == 0]
+
+    rows = []
+    for row_index, bid in enumerate(order):
+        b = brokers_state[str(bid)]
+        y = header_y + 8 + row_index * ROW_HEIGHT
+        status_text, status = _broker_status(b)
+        is_leader = bid == leader
+        badges = []
+        if is_leader:
+            badges.append({"text": "♛ leader", "cls": "leader"})
+        if bid in isr:
+            badges.append({"text": "ISR", "cls": "isr"})
+        elif bid in replicas:
+            badges.append({"text": "out of ISR", "cls": "out"})
+        if bid in elr:
+            badges.append({"text": "ELR", "cls": "elr"})
+        bx = 8.0
+        for badge in badges:
+            badge["w"] = 10 + 7 * len(badge["text"])
+            badge["x"] = bx
+            badge["y"] = y + 46
+            bx += badge["w"] + 4
+
+        cells: list[Cell] = []
+        log = b.get("log", [])
+        for entry in log:
+            offset = int(entry["offset"])
+            record = str(entry.get("record"))
+            epoch = entry.get("epoch")
+            committed = (leader_hw is not None and offset < leader_hw
+                         and (is_leader or leader_log.get(offset) == entry.get("record")))
+            if record in lost:
+                state, glyph, what = "lost", "!", "LOST: acknowledged, but not on the leader"
+            elif committed:
+                state, glyph, what = "committed", "", "committed (below the leader's HW)"
+            else:
+                state, glyph, what = "uncommitted", "", "not committed yet"
+            cells.append(Cell(
+                x=LOG_LEFT + offset * cell_w, y=y + CELL_TOP, w=cell_w - 2, h=CELL_HEIGHT,
+                text="" if narrow else _short(record), record=record, offset=offset, epoch=epoch,
+                epoch_class=f"ep{(epoch or 0) % EPOCH_PALETTE_SIZE}", state=state, glyph=glyph,
+                title=f"B{bid} offset {offset}: {record} (epoch {epoch}) — {what}"))
+        leo = int(b.get("leo", len(log)))
+        ghost_x = LOG_LEFT + max(leo, len(log)) * cell_w + GHOST_GAP
+        ghosts = []
+        truncated = b.get("truncated", []) or []
+        for i, entry in enumerate(truncated):
+            record = str(entry.get("record", "?"))
+            why = TRUNCATE_WHY_TEXT.get(entry.get("why"), str(entry.get("why", "")))
+            state = "lost" if record in lost else "truncated"
+            ghosts.append(Cell(
+                x=ghost_x + i * cell_w, y=y + CELL_TOP, w=cell_w - 2, h=CELL_HEIGHT,
+                text="" if narrow else _short(record), record=record, offset=entry.get("offset"),
+                epoch=entry.get("epoch"), epoch_class="ghost", state=state,
+                glyph="!" if state == "lost" else "", title=f"B{bid} deleted {record}: {why}"))
+        hw = b.get("hw")
+        markers = {
+            "hw_x": round(LOG_LEFT + (hw or 0) * cell_w - 1, 1) if hw is not None else None,
+            "leo_x": round(LOG_LEFT + leo * cell_w - 1, 1),
+            "hw_label": "HW" if hw != leo else "HW=LEO",
+            "leo_label": "LEO",
+            "show_leo": hw != leo,
+            "hw": hw, "leo": leo,
+        }
+        rows.append({
+            "id": bid, "y": y, "label": f"B{bid}", "rack": f"rack {b['rack']}" if b.get("rack") else "",
+            "status_text": status_text, "status": status, "leader": is_leader,
+            "fenced": bool(b.get("fenced")), "badges": badges, "cells": cells, "ghosts": ghosts,
+            "ghost_label_x": round(ghost_x - GHOST_GAP / 2 - 1, 1) if ghosts else None,
+            "markers": markers, "band_y": y - 4, "band_h": ROW_HEIGHT - 6,
+            "cell_y": y + CELL_TOP, "cell_mid_y": y + CELL_TOP + CELL_HEIGHT / 2 + 4,
+            "epoch_y": y + CELL_TOP + CELL_HEIGHT - 4, "hw_label_y": y + CELL_TOP - 4,
+            "leo_label_y": y + CELL_TOP + CELL_HEIGHT + 12, "marker_top": y + CELL_TOP - 2,
+            "marker_bottom": y + CELL_TOP + CELL_HEIGHT + 2,
+        })
+    height = header_y + 8 + len(order) * ROW_HEIGHT + 4
+    return {
+        "width": DIAGRAM_WIDTH, "height": round(height), "boxes": boxes, "rows": rows,
+        "offsets": offsets, "header_y": header_y, "log_left": LOG_LEFT, "narrow": narrow,
+        "label_x": 8, "show_epoch": not narrow,
+        "description": describe(timeline, scenario, lost),
+        "summary": summary_sentence(timeline, lost),
+    }
+
+
+def summary_sentence(timeline: Timeline, lost: set[str]) -> str:
+    partition = timeline.view.get("partition", {})
+    leader = partition.get("leader", -1)
+    lead = f"B{leader} leads (epoch {partition.get('leader_epoch', 0)})" if leader not in (None, -1) \
+        else "no broker leads: the partition is offline"
+    text = (f"After step {timeline.step} of {timeline.step_count} (t = {timeline.view.get('t_ms', 0)} ms): "
+            f"{lead}; ISR {{{_join(_ids(partition.get('isr')), '')}}}; leader HW {partition.get('hw', '?')}.")
+    if lost:
+        text += f" Acknowledged but lost: {', '.join(sorted(lost))}."
+    return text
+
+
+def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> list[str]:
+    """The text alternative: the same facts as the SVG, one sentence per thing drawn."""
+    view = timeline.view
+    partition = view.get("partition", {})
+    lines = [summary_sentence(timeline, lost)]
+    lines.append(
+        f"Controller: leader epoch {partition.get('leader_epoch', 0)}, ISR "
+        f"{{{_join(_ids(partition.get('isr')), '')}}}, ELR {{{_join(_ids(partition.get('elr')), '')}}}, "
+        f"min.insync.replicas {partition.get('min_insync_replicas', '?')} (effective "
+        f"{partition.get('effective_min_isr', '?')})"
+        + ("; the ISR is below the minimum, so acks=all writes are refused." if partition.get("under_min_isr")
+           else "."))
+    in_flight = (view.get("producer", {}) or {}).get("in_flight", []) or []
+    if in_flight:
+        parts = []
+        for req in in_flight:
+            state = INFLIGHT_STATE_TEXT.get(req.get("state"), str(req.get("state", "")))
+            parts.append(f"batch {req.get('index', 0) + 1} ({', '.join(map(str, req.get('records', [])))}) "
+                         f"to B{req.get('target')}, attempt {req.get('attempt', 1)}, {state}")
+        lines.append("Producer in flight: " + "; ".join(parts) + ".")
+    else:
+        lines.append("Producer: nothing in flight.")
+    leader = partition.get("leader", -1)
+    isr, elr = set(_ids(partition.get("isr"))), set(_ids(partition.get("elr")))
+    for key in sorted(view.get("brokers", {}), key=int):
+        b = view["brokers"][key]
+        bid = int(key)
+        status_text, _ = _broker_status(b)
+        roles = []
+        if bid == leader:
+            roles.append("leader")
+        roles.append("in the ISR" if bid in isr else "not in the ISR")
+        if bid in elr:
+            roles.append("in the ELR")
+        log = b.get("log", [])
+        records = ", ".join(f"{e.get('record')}@{e['offset']} (epoch {e.get('epoch')})" for e in log) or "empty"
+        sentence = (f"Broker {bid}{' (rack ' + str(b['rack']) + ')' if b.get('rack') else ''}: "
+                    f"{status_text[2:]}, {', '.join(roles)}. Log: {records}. "
+                    f"LEO {b.get('leo')}, HW {b.get('hw')}.")
+        lost_here = [str(e.get("record")) for e in log if str(e.get("record")) in lost]
+        if lost_here:
+            sentence += f" Holds lost acknowledged records {', '.join(lost_here)}."
+        truncated = b.get("truncated", []) or []
+        if truncated:
+            sentence += " Deleted: " + ", ".join(
+                f"{t.get('record')} ({TRUNCATE_WHY_TEXT.get(t.get('why'), t.get('why'))})" for t in truncated) + "."
+        lines.append(sentence)
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# timeline, faults, event log, pseudocode
+
+
+def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dict[str, Any]:
+    step, first, last = timeline.step, timeline.first_step, timeline.last_step
+    current = timeline.current
+    return {
+        "step": step, "first": first, "last": last, "count": timeline.step_count,
+        "t_ms": timeline.view.get("t_ms", 0),
+        "restart_url": urls.page_url(state, embed=embed, step=first),
+        "back_url": urls.page_url(state, embed=embed, step=max(first, step - 1)) if step > first else None,
+        "forward_url": urls.page_url(state, embed=embed, step=min(last, step + 1)) if step < last else None,
+        "end_url": urls.page_url(state, embed=embed, step=last) if step < last else None,
+        "at_end": step >= last,
+        "current_text": current["text"] if current else "Before the first step: press Step to begin.",
+        "injected": [{"code": a.encode(), "landed": s} for a, s in zip(state.actions, timeline.injected_steps,
+                                                                       strict=False)],
+        "speeds": [{"value": "1600", "label": "0.5×"}, {"value": "800", "label": "1×", "selected": True},
+                   {"value": "400", "label": "2×"}, {"value": "200", "label": "4×"}],
+    }
+
+
+def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list[dict[str, Any]]:
+    """Per broker, only the faults that make sense in its current state."""
+    rows = []
+    for key in sorted(timeline.view.get("brokers", {}), key=int):
+        b = timeline.view["brokers"][key]
+        bid = int(key)
+        status = b.get("status", "running" if b.get("alive", True) else "crashed")
+        if status == "running":
+            verbs = ["crash", "power", "resume" if not b.get("fetching", True) else "stop", "shutdown"]
+        else:
+            verbs = ["restart"]
+        rows.append({"broker": bid, "label": f"B{bid}",
+                     "buttons": [{"verb": v, "label": INJECT_VERBS[v], "url": urls.inject_url(state, v, bid, embed=embed),
+                                  "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}"}
+                                 for v in verbs]})
+    return rows
+
+
+def event_log(timeline: Timeline, max_lines: int) -> dict[str, Any]:
+    shown = timeline.steps[max(0, timeline.step - max_lines): timeline.step]
+    lines = [{"i": s.get("i"), "t_ms": s.get("t_ms"), "actor": s.get("actor", ""), "text": s.get("text", ""),
+              "kind": s.get("kind", ""), "current": s.get("i") == timeline.step} for s in shown]
+    return {"lines": lines, "hidden": max(0, timeline.step - max_lines),
+            "newest": lines[-1]["text"] if lines else "No step has run yet.",
+            "newest_i": timeline.step}
+
+
+def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
+    current = timeline.current
+    kind = current.get("kind") if current else None
+    step_kind = STEP_KINDS.get(kind) if kind else None
+    blocks = []
+    for block in scene.pseudocode:
+        lines = []
+        for number, line in enumerate(block.lines, start=1):
+            source = None
+            if line.source:
+                source = urls.kafka_source_url(line.source)
+            elif line.kinds and line.kinds[0] in STEP_KINDS:
+                source = STEP_KINDS[line.kinds[0]].url
+            lines.append({"n": number, "text": line.text, "active": bool(kind and kind in line.kinds),
+                          "source": source})
+        blocks.append({"id": block.id, "title": block.title, "lines": lines,
+                       "active": any(line["active"] for line in lines)})
+    return {
+        "kind": kind, "blocks": blocks,
+        "code": step_kind.code if step_kind else None,
+        "summary": step_kind.summary if step_kind else None,
+        "url": step_kind.url if step_kind else None,
+        "matched": any(b["active"] for b in blocks),
+    }
+
+
+# ----------------------------------------------------------------------------------------------
+# knobs, headroom, beats, check yourself
+
+
+def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
+    values = dict(state.knobs)
+    out = []
+    for knob in scene.knobs:
+        choices = knob_choices(knob)
+        slug = knob.key.replace(".", "-").replace("_", "-")
+        item = {"key": knob.key, "label": knob.label, "help": knob.help, "id": f"knob-{slug}",
+                "help_id": f"knob-{slug}-help", "value": values[knob.key]}
+        if choices is not None:
+            item["widget"] = "select"
+            item["options"] = [{"value": format_value(c), "label": format_value(c),
+                                "selected": format_value(c) == values[knob.key]} for c in choices]
+        else:
+            item["widget"] = "range"
+            item["min"], item["max"] = knob.min, knob.max
+        out.append(item)
+    return out
+
+
+def _int(value: str, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def headroom(state: SceneState) -> dict[str, Any]:
+    """The durability headroom implied by the knobs (kafka-semantics.md §2.2, §10 S5).
+
+    4.1 (3.7+): effective min ISR = min(M, RF); acks=all writes continue while at most
+    RF - effective_min replicas are gone. 3.6: no cap, so M > RF refuses every acks=all write.
+    """
+    knobs = dict(state.knobs)
+    rf = _int(knobs.get("replication.factor", "3"), 3)
+    m = _int(knobs.get("min.insync.replicas", "1"), 1)
+    acks = knobs.get("acks", "all")
+    unclean = knobs.get("unclean.leader.election.enable", "false") == "true"
+    elr = _int(knobs.get("eligible.leader.replicas.version", "0"), 0) >= 1
+    version = knobs.get("kafka_version", "4.1")
+    capped = version not in ("0.8", "0.10", "3.6")
+    effective = min(m, rf) if capped else m
+    refuses_all = acks == "all" and effective > rf
+    write_headroom = max(rf - effective, 0) if not refuses_all else None
+    if capped:
+        formula = f"effective min ISR = min({m}, {rf}) = {effective}; headroom = {rf} − {effective} = " \
+                  f"{write_headroom}"
+    elif refuses_all:
+        formula = f"Kafka {version} has no effective-min cap: min.insync.replicas {m} > RF {rf}, so " \
+                  f"every acks=all write is refused with NOT_ENOUGH_REPLICAS."
+    else:
+        formula = f"min ISR {m} (no cap in {version}); headroom = {rf} − {m} = {write_headroom}"
+    rows = []
+    for down in range(0, rf + 1):
+        live = rf - down
+        if live == 0:
+            writes = "offline: no replica left to lead"
+            safety = ("unclean election of the first returning replica can lose acknowledged writes"
+                      if unclean else "acknowledged writes wait on the dead brokers' disks: unavailable, not lost")
+            status = "offline"
+        elif acks == "all":
+            if refuses_all:
+                writes, status = "refused: NOT_ENOUGH_REPLICAS (min ISR > RF)", "refused"
+            elif live >= effective:
+                writes, status = "keeps writing", "ok"
+            else:
+                writes, status = "refused: NOT_ENOUGH_REPLICAS (ISR below min)", "refused"
+            if down == 0:
+                safety = "no loss: every acknowledged write is on every ISR member"
+            elif write_headroom is not None and down <= write_headroom and effective >= 2:
+                safety = "no acknowledged loss: each acked write was on ≥ 2 replicas of the ISR"
+            elif unclean:
+                safety = "at risk: an unclean election can pick a replica that lacks acked writes"
+            elif effective == 1:
+                safety = ("at risk if the last ISR member dies: acks=all meant one copy"
+                          + ("; ELR keeps clean candidates" if elr else ""))
+            else:
+                safety = "no acknowledged loss while elections stay clean" + (" (ELR helps)" if elr else "")
+        else:
+            writes, status = f"keeps writing (acks={acks} ignores min ISR)", "ok"
+            safety = ("at risk: acks=0 gets no answer at all" if acks == "0"
+                      else "at risk: acks=1 is acknowledged before any follower has the record")
+            if down == 0:
+                safety = "no broker lost yet, but a leader crash can drop acked records"
+        rows.append({"down": down, "live": live, "writes": writes, "safety": safety, "status": status})
+    return {"rf": rf, "m": m, "acks": acks, "effective": effective, "headroom": write_headroom,
+            "formula": formula, "rows": rows, "version": version, "capped": capped,
+            "refuses_all": refuses_all, "unclean": unclean}
+
+
+def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) -> dict[str, Any]:
+    beats = list(scene.beats)
+    index = next(i for i, b in enumerate(beats) if str(b.id) == state.beat)
+    beat = beats[index]
+    presets = {k: format_value(v) for k, v in (beat.knobs or {}).items()}
+    defaults = {k.key: format_value(k.default) for k in scene.knobs}
+    expected = {key: presets.get(key, defaults[key]) for key, _ in state.knobs}
+    sandbox = dict(state.knobs) != expected or bool(state.actions)
+    focus = None
+    for entry in timeline.steps:
+        if entry.get("kind") in (beat.focus_step_kinds or []):
+            focus = {"i": entry["i"], "text": entry.get("text", ""),
+                     "url": urls.page_url(state, embed=embed, step=entry["i"])}
+            break
+    paragraphs = getattr(beat, "paragraphs", None) or [beat.narration]
+    source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
+    body = paragraphs[:-1] if source else paragraphs
+    predict = beat.predict
+    return {
+        "items": [{"id": str(b.id), "n": i + 1, "title": b.title, "current": i == index,
+                   "url": urls.beat_url(state.scene_id, str(b.id), embed=embed)} for i, b in enumerate(beats)],
+        "n": index + 1, "count": len(beats), "title": beat.title,
+        "lead": body[:1], "more": body[1:], "source": source,
+        "prev_url": urls.beat_url(state.scene_id, str(beats[index - 1].id), embed=embed) if index > 0 else None,
+        "next_url": (urls.beat_url(state.scene_id, str(beats[index + 1].id), embed=embed)
+                     if index + 1 < len(beats) else None),
+        "sandbox": sandbox, "focus": focus,
+        "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
+        "predict": {"question": predict.question,
+                    "options": [{"n": chr(ord("A") + i), "text": o, "answer": i == predict.answer}
+                                for i, o in enumerate(predict.options)],
+                    "answer": f"{chr(ord('A') + predict.answer)}. {predict.options[predict.answer]}",
+                    "explanation": predict.explanation} if predict else None,
+    }
+
+
+def challenge_panel(scene: Any, timeline: Timeline) -> dict[str, Any] | None:
+    challenge = getattr(scene, "challenge", None)
+    if challenge is None:
+        return None
+    lost = [str(r) for r in timeline.result.get("lost_acked_records", [])]
+    acked = [str(r) for r in timeline.result.get("acked_records", [])]
+    if lost:
+        verdict = (f"Done: this timeline loses acknowledged records {', '.join(lost)} "
+                   f"(the engine's loss ledger, at the end of the timeline).")
+    elif acked:
+        verdict = (f"Not yet: {len(acked)} acknowledged record(s), none lost by the end of this timeline. "
+                   f"Try the knobs and the fault buttons.")
+    else:
+        verdict = "Not yet: nothing has been acknowledged in this timeline."
+    return {"title": challenge.title, "text": challenge.text, "solved": bool(lost), "verdict": verdict,
+            "lost": lost}
+
+
+def notes_panel(notes: list[str]) -> list[str]:
+    return list(dict.fromkeys(notes))  # once each, in order

@@ -1,0 +1,224 @@
+"""From a `SceneState` to engine results: build the scenario, fork it, replay it (cached).
+
+Theory of operation
+-------------------
+A scene URL names a beat (a contract scenario from `scenes/`), knob overrides, a seed and a list
+of injected faults ``VERB:BROKER@STEP``. `build_timeline` turns that into one contract scenario
+and replays it with the engine twice: once with the whole step list (the event log, the
+timeline length) and once with ``at_step`` for the state at the scrubber position. Both calls go
+through an `lru_cache` keyed on the canonical scenario JSON: the URL is the whole state, so a
+result is a pure function of its key and caching is always correct.
+
+Forking. The engine runs actions in order and nothing between them, so the steps of a prefix of
+the action list are a prefix of the steps of the whole list. To inject a fault "after step s" we
+find, by binary search over prefix step counts, the action during which step s happened. If that
+action is an ``advance`` or ``settle`` that was still running, we split it at step s's simulated
+time (``advance`` d ms, the fault, then the rest), so the fault lands at the moment the learner
+was looking at; otherwise the fault goes right after that action. The step at which the fault
+landed becomes the URL's new step.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import engine
+
+from app.state import BadStateURL, InjectedAction, SceneState
+
+SETTLE_DEFAULT_MAX_MS = 60_000  # the contract's default for settle.max_ms
+
+
+def canonical_json(scenario: dict[str, Any]) -> str:
+    return json.dumps(scenario, sort_keys=True, separators=(",", ":"))
+
+
+class Simulator:
+    """The engine behind two bounded caches (per app instance, so tests stay independent)."""
+
+    def __init__(self, cache_entries: int):
+        self._full = functools.lru_cache(maxsize=cache_entries)(self._full_uncached)
+        self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
+        self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
+
+    @staticmethod
+    def _full_uncached(key: str) -> dict[str, Any]:
+        return engine.simulate(json.loads(key), steps=True)
+
+    @staticmethod
+    def _view_uncached(key: str, at_step: int) -> dict[str, Any]:
+        return engine.simulate(json.loads(key), at_step=at_step)
+
+    @staticmethod
+    def _count_uncached(key: str) -> tuple[int, int]:
+        result = engine.simulate(json.loads(key))
+        return result["step_count"], result["final"]["t_ms"]
+
+    # The cached dicts are shared between requests: callers must treat them as read-only.
+    def full(self, scenario: dict[str, Any]) -> dict[str, Any]:
+        return self._full(canonical_json(scenario))
+
+    def view(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
+        return self._view(canonical_json(scenario), at_step)
+
+    def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
+        """(step count, final simulated time) of a scenario."""
+        return self._count(canonical_json(scenario))
+
+    def cache_info(self) -> dict[str, Any]:
+        return {"full": self._full.cache_info()._asdict(), "view": self._view.cache_info()._asdict()}
+
+
+def fault_action(verb: str, broker: int) -> dict[str, Any]:
+    """The contract action for a URL fault verb."""
+    if verb == "power":
+        return {"do": "power_loss", "brokers": [broker]}
+    do = {"crash": "crash", "stop": "stop_fetching", "resume": "resume_fetching",
+          "restart": "restart", "shutdown": "shutdown"}[verb]
+    return {"do": do, "broker": broker}
+
+
+def _with_actions(scenario: dict[str, Any], actions: list[dict[str, Any]]) -> dict[str, Any]:
+    out = dict(scenario)
+    out["actions"] = actions
+    return out
+
+
+def fork(sim: Simulator, scenario: dict[str, Any], injected: InjectedAction,
+         notes: list[str]) -> tuple[dict[str, Any], int]:
+    """Insert one fault after step `injected.after_step`; return the scenario and its landing step."""
+    actions = list(scenario.get("actions", []))
+    total_steps, _ = sim.count(scenario)
+    step = injected.after_step
+    if step > total_steps:
+        notes.append(f"The injected fault a={injected.encode()} is after the end of its timeline "
+                     f"({total_steps} steps); it runs at the end.")
+        step = total_steps
+    new = fault_action(injected.verb, injected.broker)
+    if step == 0:
+        position, replacement = 0, [new]
+        consumed = 0
+    else:
+        # minimal m with count(actions[:m]) >= step; count is monotonic in m
+        low, high = 1, len(actions)
+        while low < high:
+            mid = (low + high) // 2
+            if sim.count(_with_actions(scenario, actions[:mid]))[0] >= step:
+                high = mid
+            else:
+                low = mid + 1
+        m = low
+        consumed = 1
+        position = m - 1
+        running = actions[m - 1] if actions else {}
+        if not actions or sim.count(_with_actions(scenario, actions[:m]))[0] == step:
+            position, replacement, consumed = m, [new], 0
+        elif running.get("do") in ("advance", "settle"):
+            steps = sim.full(scenario)["steps"]
+            step_t_ms = steps[step - 1]["t_ms"]
+            start_t_ms = sim.count(_with_actions(scenario, actions[: m - 1]))[1]
+            elapsed_ms = step_t_ms - start_t_ms
+            if elapsed_ms <= 0:
+                replacement = [new, running]
+            elif running["do"] == "advance":
+                rest_ms = running["ms"] - elapsed_ms
+                replacement = [{"do": "advance", "ms": elapsed_ms}, new]
+                if rest_ms > 0:
+                    replacement.append({"do": "advance", "ms": rest_ms})
+            else:
+                rest = dict(running)
+                rest["max_ms"] = max(1, running.get("max_ms", SETTLE_DEFAULT_MAX_MS) - elapsed_ms)
+                replacement = [{"do": "advance", "ms": elapsed_ms}, new, rest]
+        else:
+            position, replacement, consumed = m, [new], 0
+    forked = actions[:position] + replacement + actions[position + consumed:]
+    landed_index = position + replacement.index(new) + 1
+    result = _with_actions(scenario, forked)
+    landed_step = sim.count(_with_actions(result, forked[:landed_index]))[0]
+    return result, landed_step
+
+
+@dataclass
+class Timeline:
+    scenario: dict[str, Any]
+    result: dict[str, Any]  # the whole run, with steps
+    view: dict[str, Any]  # the snapshot after `step` steps
+    step: int
+    step_count: int
+    first_step: int  # embeds may keep the timeline inside [first_step, last_step]
+    last_step: int
+    injected_steps: list[int] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[dict[str, Any]]:
+        return self.result.get("steps", [])
+
+    @property
+    def current(self) -> dict[str, Any] | None:
+        return self.steps[self.step - 1] if self.step > 0 else None
+
+
+def base_scenario(scene: Any, state: SceneState) -> dict[str, Any]:
+    try:
+        scenario = scene.scenario_for(state.beat, dict(state.knobs))
+    except (KeyError, ValueError) as exc:  # knob values were checked by parse_state already
+        raise BadStateURL(str(exc)) from None
+    scenario["seed"] = state.seed
+    return scenario
+
+
+def _check_brokers(scenario: dict[str, Any], injected: InjectedAction) -> None:
+    ids = [b["id"] for b in scenario.get("brokers", [])] or [1, 2, 3]
+    if injected.broker not in ids:
+        raise BadStateURL(f"The injected fault a={injected.encode()} names broker {injected.broker}, "
+                          f"but this cluster has brokers {', '.join(map(str, ids))}.")
+
+
+def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timeline, SceneState]:
+    """Replay the state's scenario; return the timeline and the state with its step clamped.
+
+    A pending one-shot ``inject`` is turned into an injected action at the current step, and the
+    returned state points at the step where it landed.
+    """
+    notes: list[str] = []
+    scenario = base_scenario(scene, state)
+    actions = list(state.actions)
+    if state.inject is not None:
+        verb, broker = state.inject
+        actions.append(InjectedAction(verb, broker, state.step))
+    injected_steps = []
+    try:
+        for injected in actions:
+            _check_brokers(scenario, injected)
+            scenario, landed = fork(sim, scenario, injected, notes)
+            injected_steps.append(landed)
+        result = sim.full(scenario)
+    except engine.ScenarioError as exc:
+        reasons = "; ".join(f"{p['path']}: {p['message']}" for p in exc.problems)
+        raise BadStateURL(f"The simulator cannot run this state: {reasons}") from None
+
+    step_count = result["step_count"]
+    first = min(state.from_step or 0, step_count)
+    last = step_count if state.to_step is None else min(state.to_step, step_count)
+    step = state.step
+    if state.inject is not None:
+        step = injected_steps[-1]
+        state = state.replace(actions=tuple(actions), inject=None)
+    if step > last:
+        where = "the end of this timeline" if last == step_count else f"to={last}"
+        notes.append(f"Step {step} is past {where} ({last} steps); showing step {last}.")
+        step = last
+    elif step < first:
+        notes.append(f"Step {step} is before from={first}; showing step {first}.")
+        step = first
+    state = state.replace(step=step)
+    view = sim.view(scenario, step)["view"]
+    timeline = Timeline(scenario=copy.deepcopy(scenario), result=result, view=view, step=step,
+                        step_count=step_count, first_step=first, last_step=last,
+                        injected_steps=injected_steps, notes=notes)
+    return timeline, state

@@ -1,0 +1,118 @@
+/* Build Kafka: small JS islands on top of pages that already work without JS.
+ *
+ * Everything here is optional: links and forms carry the state, htmx swaps the panels. This file
+ * only adds what HTML cannot do alone: play/pause, copying to the clipboard, a theme switch
+ * without a reload, live <output> values, and a full-page fallback when an htmx request fails.
+ * Handlers are delegated from `document`, so panels swapped in by htmx need no re-binding.
+ */
+(function () {
+  "use strict";
+  var root = document.documentElement;
+  root.classList.add("js");
+
+  // -- play / pause: press "Step" on a timer until the end of the timeline --------------------
+  var timer = null;
+  function playButton() { return document.querySelector("[data-play]"); }
+  function speedMs() {
+    var select = document.querySelector("[data-speed]");
+    var ms = select ? parseInt(select.value, 10) : 800;
+    return isNaN(ms) ? 800 : Math.max(100, Math.min(ms, 5000));
+  }
+  function setPlaying(on) {
+    var button = playButton();
+    if (timer) { clearTimeout(timer); timer = null; }
+    if (button) {
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+      button.textContent = on ? "⏸ Pause" : "▶ Play";
+    }
+    if (on) { tick(); }
+  }
+  function tick() {
+    var forward = document.getElementById("step-forward");
+    if (!forward || forward.tagName !== "A") { setPlaying(false); return; }
+    timer = setTimeout(function () {
+      var next = document.getElementById("step-forward");
+      if (!next || next.tagName !== "A") { setPlaying(false); return; }
+      next.click();
+    }, speedMs());
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    if (timer !== null) { tick(); }
+    document.querySelectorAll("[data-autoscroll]").forEach(function (list) {
+      list.scrollTop = list.scrollHeight;
+    });
+  });
+
+  // -- clipboard ------------------------------------------------------------------------------
+  function copied(button, ok) {
+    var label = button.getAttribute("data-label") || button.textContent;
+    button.setAttribute("data-label", label);
+    button.textContent = ok ? "Copied ✓" : "Select and copy by hand";
+    setTimeout(function () { button.textContent = label; }, 2000);
+  }
+  function copyText(button, text, fallbackField) {
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () { copied(button, true); },
+        function () { copied(button, false); });
+      return;
+    }
+    if (fallbackField) { fallbackField.focus(); fallbackField.select(); }
+    var ok = false;
+    try { ok = document.execCommand("copy"); } catch (e) { ok = false; }
+    copied(button, ok);
+  }
+
+  // -- delegated events -----------------------------------------------------------------------
+  document.addEventListener("click", function (event) {
+    var target = event.target instanceof Element ? event.target : null;
+    if (!target) { return; }
+    var play = target.closest("[data-play]");
+    if (play) { setPlaying(play.getAttribute("aria-pressed") !== "true"); return; }
+    var copy = target.closest("[data-copy]");
+    if (copy) { copyText(copy, copy.getAttribute("data-copy"), null); return; }
+    var copyFrom = target.closest("[data-copy-from]");
+    if (copyFrom) {
+      var field = document.getElementById(copyFrom.getAttribute("data-copy-from"));
+      if (field) { copyText(copyFrom, field.value, field); }
+      return;
+    }
+    var theme = target.closest("[data-theme-set]");
+    if (theme && !event.metaKey && !event.ctrlKey) {
+      var value = theme.getAttribute("data-theme-set");
+      document.cookie = "theme=" + value + "; path=/; max-age=31536000; samesite=lax";
+      root.setAttribute("data-theme", value);
+      document.querySelectorAll("[data-theme-set]").forEach(function (a) {
+        if (a === theme) { a.setAttribute("aria-current", "true"); } else { a.removeAttribute("aria-current"); }
+      });
+      event.preventDefault();
+      return;
+    }
+    // a step link pressed by hand pauses playback
+    if (timer !== null && event.isTrusted && target.closest(".step-nav, .faults, .beat-nav")) {
+      setPlaying(false);
+    }
+  });
+
+  document.addEventListener("input", function (event) {
+    var input = event.target;
+    if (input instanceof HTMLInputElement && input.type === "range") {
+      var out = input.parentElement && input.parentElement.querySelector("output");
+      if (out) { out.textContent = input.value; }
+    }
+  });
+
+  // The speed menu lives inside the controls form but is not state: keep its change to itself.
+  document.addEventListener("change", function (event) {
+    if (event.target instanceof Element && event.target.matches("[data-speed]")) {
+      event.stopPropagation();
+      if (timer !== null) { setPlaying(true); }
+    }
+  }, true);
+
+  // An htmx request that fails (400 bad URL, 404, ...) gets the full error page instead.
+  document.addEventListener("htmx:responseError", function (event) {
+    var info = event.detail && event.detail.pathInfo;
+    var path = info && (info.finalRequestPath || info.requestPath);
+    if (path) { window.location.assign(path); }
+  });
+})();
