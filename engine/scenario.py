@@ -82,6 +82,8 @@ Ms = Annotated[int, Field(ge=1, le=MAX_SIM_MS)]
 class BrokerSpec(_Strict):
     id: Annotated[int, Field(ge=0, le=MAX_BROKER_ID)]
     rack: Annotated[str, Field(min_length=1, max_length=32)] | None = None
+    # not a Kafka config: extra time each fetch of this broker takes (a slow disk or link)
+    fetch_delay_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
 
 
 class TopicSpec(_Strict):
@@ -177,6 +179,12 @@ class BrokerAction(_Strict):
 Party = Literal["controller", "producer"] | BrokerId
 
 
+class Slow(_Strict):
+    do: Literal["slow"]
+    broker: BrokerId
+    ms: Annotated[int, Field(ge=0, le=60_000)]
+
+
 class Isolate(_Strict):
     do: Literal["isolate", "heal"]
     broker: BrokerId
@@ -195,7 +203,7 @@ class Elect(_Strict):
 
 
 Action = Annotated[
-    Produce | Advance | Settle | Crash | PowerLoss | BrokerAction | Isolate | SetConfig | Elect,
+    Produce | Advance | Settle | Crash | PowerLoss | BrokerAction | Slow | Isolate | SetConfig | Elect,
     Field(discriminator="do"),
 ]
 
@@ -228,6 +236,7 @@ class Config:
     profile: Profile
     seed: int
     brokers: list[tuple[int, str | None]]
+    fetch_delays: dict[int, int]
     replicas: list[int]
     min_isr: int
     unclean: bool
@@ -487,8 +496,6 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 bad(f"{path}.rack", f"no broker is in rack {a.rack!r}")
         elif a.do == "advance":
             total_ms += a.ms
-        elif a.do == "settle":
-            total_ms += a.max_ms
         elif a.do == "set":
             if a.key == "unclean.leader.election.enable" and not isinstance(a.value, bool):
                 bad(f"{path}.value", "unclean.leader.election.enable takes true or false")
@@ -517,6 +524,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         profile=prof,
         seed=sc.seed,
         brokers=brokers,
+        fetch_delays={b.id: b.fetch_delay_ms for b in (sc.brokers or []) if b.fetch_delay_ms},
         replicas=replicas,
         min_isr=min_isr,
         unclean=unclean,

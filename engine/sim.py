@@ -99,6 +99,7 @@ class Broker:
         "batch_offsets",
         "last_hold",
         "hb_gen",
+        "fetch_delay_ms",
     )
 
     def __init__(self, bid: int, rack: str | None):
@@ -134,6 +135,7 @@ class Broker:
         self.batch_offsets: dict[int, tuple[int, int]] = {}
         self.last_hold = -1
         self.hb_gen = 0
+        self.fetch_delay_ms = 0  # not a Kafka config: extra time each of this follower's fetches takes
 
     @property
     def alive(self) -> bool:
@@ -257,16 +259,18 @@ class Sim:
         self.rng = random.Random(cfg.seed)
         self.replicas = list(cfg.replicas)
         self.brokers = {bid: Broker(bid, rack) for bid, rack in cfg.brokers}
+        for bid, delay in cfg.fetch_delays.items():
+            self.brokers[bid].fetch_delay_ms = delay
         self.ctl = Controller(list(self.brokers), self.replicas, cfg.unclean, cfg.min_isr)
         self.flush_messages = cfg.flush_messages
         self.cut: set[frozenset[Any]] = set()
         self.batches: list[Batch] = []
+        self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
         self.producer_leader = self.replicas[0]
         self.unsafe_history = (
             False  # an unclean election or lost page cache happened (logs may legitimately differ)
         )
         self.hw_seen: dict[int, tuple[int, int]] = {}
-        self.gen_counter = 0
 
     # ---------------------------------------------------------------------------------------
     # event loop
@@ -276,6 +280,10 @@ class Sim:
         heapq.heappush(self.q, (t, self.seq, fn, args))
 
     def run_until(self, t_end: int, stop: Any = None) -> None:
+        cap = self.limits.max_sim_ms
+        clamped = t_end > cap
+        if clamped:
+            t_end = cap
         q = self.q
         max_events = self.limits.max_events
         while q and q[0][0] <= t_end:
@@ -291,6 +299,12 @@ class Sim:
                 )
             if stop is not None and stop():
                 return
+        if clamped:
+            raise problem(
+                "actions",
+                f"the scenario runs past the cap of {cap} ms of simulated time; "
+                "use fewer or shorter advance/settle actions",
+            )
         self.now = max(self.now, t_end)
 
     def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
@@ -330,22 +344,35 @@ class Sim:
         args: tuple[Any, ...],
         on_fail: tuple[Any, ...] | None = None,
         on_lost: tuple[Any, ...] | None = None,
+        extra_ms: int = 0,
     ) -> None:
-        """Deliver fn(*args) at dst after one hop. on_fail runs if dst refuses the connection (down);
-        on_lost runs REPLICA_SOCKET_TIMEOUT_MS later if a cut link swallows the message."""
-        if not self.linked(src, dst):
+        """Deliver fn(*args) at dst after one hop (plus extra_ms for a slow sender).
+
+        on_fail runs if dst refuses the connection (it is down); on_lost runs
+        REPLICA_SOCKET_TIMEOUT_MS later if a cut link swallows the message. This is the engine's
+        hottest path, hence the inlined heap push."""
+        if self.cut and frozenset((src, dst)) in self.cut:
             if on_lost is not None:
                 self.at(self.now + REPLICA_SOCKET_TIMEOUT_MS, *on_lost)
             return
         inc = None
-        if isinstance(dst, int):
+        if dst.__class__ is int:
             b = self.brokers[dst]
-            if not b.alive:
+            if b.status != "running":
                 if on_fail is not None:
                     self.at(self.now + NETWORK_DELAY_MS, *on_fail)
                 return
             inc = b.inc
-        self.at(self.now + NETWORK_DELAY_MS, self._deliver, src, dst, inc, fn, args, on_fail, on_lost)
+        self.seq += 1
+        heapq.heappush(
+            self.q,
+            (
+                self.now + NETWORK_DELAY_MS + extra_ms,
+                self.seq,
+                self._deliver,
+                (src, dst, inc, fn, args, on_fail, on_lost),
+            ),
+        )
 
     def _deliver(
         self,
@@ -357,20 +384,16 @@ class Sim:
         on_fail: tuple[Any, ...] | None,
         on_lost: tuple[Any, ...] | None,
     ) -> None:
-        if not self.linked(src, dst):
+        if self.cut and frozenset((src, dst)) in self.cut:
             if on_lost is not None:
                 self.at(self.now + REPLICA_SOCKET_TIMEOUT_MS, *on_lost)
             return
         if inc is not None:
             b = self.brokers[dst]
-            if not b.alive or b.inc != inc:
+            if b.inc != inc or b.status != "running":
                 if on_fail is not None:
                     on_fail[0](*on_fail[1:])
                 return
-        if isinstance(src, int) and src != dst:
-            sb = self.brokers[src]
-            # a reply from a broker that died after sending is still delivered (it is on the wire)
-            del sb
         fn(*args)
 
     # ---------------------------------------------------------------------------------------
@@ -439,6 +462,7 @@ class Sim:
         b.first_send = self.now
         b.deadline = self.now + self.cfg.delivery_timeout_ms
         self.batches.append(b)
+        self.pending_batches += 1
         self._producer_send(b.index)
 
     def _producer_send(self, idx: int) -> None:
@@ -476,6 +500,7 @@ class Sim:
             records=b.records,
         )
         if b.acks == 0:
+            self.pending_batches -= 1
             b.outcome = "sent"
             b.done_ms = self.now
             b.state = "sent"
@@ -529,6 +554,7 @@ class Sim:
         self.at(self.now + backoff, self._producer_send, b.index)
 
     def _producer_fail(self, b: Batch, error: str, why: str) -> None:
+        self.pending_batches -= 1
         b.outcome = "failed"
         b.error = error
         b.done_ms = self.now
@@ -570,6 +596,7 @@ class Sim:
             return
         if b.attempt_id != attempt_id or b.outcome is not None:
             return
+        self.pending_batches -= 1
         b.outcome = "acked"
         b.error = None
         b.offsets = offsets
@@ -850,6 +877,7 @@ class Sim:
             (leader, fid, f.leo, last_epoch, gen),
             on_fail=(self._fetch_failed, fid, f.inc, gen),
             on_lost=(self._fetch_failed, fid, f.inc, gen),
+            extra_ms=f.fetch_delay_ms,
         )
 
     def _fetch_failed(self, fid: int, inc: int, gen: int) -> None:
@@ -909,7 +937,7 @@ class Sim:
         st = L.fstate[fid]
         old_leo = st.leo
         self._update_follower_state(L, st, offset)
-        if offset < L.leo:
+        if offset < len(L.log):
             entries = L.log[offset:]
             self.send(
                 lid,
@@ -1594,6 +1622,19 @@ class Sim:
     # ---------------------------------------------------------------------------------------
     # faults and admin actions
 
+    def slow(self, bid: int, ms: int) -> None:
+        """A straggler episode starts or ends: each fetch of this follower takes `ms` longer."""
+        br = self.brokers[bid]
+        br.fetch_delay_ms = ms
+        self.step(
+            "broker_slow",
+            "operator",
+            f"B{bid}'s fetches now take {ms} ms longer (a slow disk or network)"
+            if ms
+            else f"B{bid}'s fetches are back to normal speed",
+            broker=bid,
+        )
+
     def writeback(self, bid: int) -> None:
         """The operating system writes a broker's dirty pages to disk on its own (outside Kafka)."""
         br = self.brokers[bid]
@@ -1729,6 +1770,9 @@ class Sim:
             self.step("broker_resume_fetching", "operator", f"B{bid} fetches again", broker=bid)
             self._follower_fetch(bid)
         else:
+            # a stuck fetcher processes nothing more: the fetch in flight is abandoned too
+            br.fetch_gen += 1
+            br.fetch_inflight = False
             self.step(
                 "broker_stop_fetching",
                 "operator",
@@ -1826,9 +1870,8 @@ class Sim:
     # settle
 
     def settled(self) -> bool:
-        for b in self.batches:
-            if b.outcome is None:
-                return False
+        if self.pending_batches:
+            return False
         c = self.ctl
         if c.leader == NO_LEADER:
             return True
@@ -1882,6 +1925,7 @@ class Sim:
                 "reported_leo": reported,
                 "truncated": list(b.truncated),
                 "replica": bid in self.replicas,
+                "fetch_delay_ms": b.fetch_delay_ms,
             }
         leader_hw = leader_b.hw if leader_b is not None else None
         part = {
@@ -2052,6 +2096,8 @@ def run(
             sim.elect(a.type)
         elif do == "writeback":
             sim.writeback(a.broker)
+        elif do == "slow":
+            sim.slow(a.broker, a.ms)
         else:  # pragma: no cover - the scenario model admits nothing else
             raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
     return sim.result()

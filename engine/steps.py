@@ -271,6 +271,9 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "the follower stays alive and heartbeats but stops fetching",
     ),
+    "broker_slow": StepKind(
+        "operator", "(slow follower)", "", "", "a follower's fetches start or stop taking extra time"
+    ),
     "broker_resume_fetching": StepKind("operator", "(fetcher resumes)", "", "", "the follower fetches again"),
     "network_isolate": StepKind(
         "operator", "(network partition)", "", "", "the network between two parties is cut"
