@@ -1888,6 +1888,9 @@ class Sim:
                 continue
             if f.leo != L.leo or f.hw != L.hw:
                 return False
+            st = L.fstate.get(fid)
+            if st is not None and st.leo != L.leo:
+                return False  # the leader has not yet heard the follower's LEO, so its HW may still move
         return True
 
     # ---------------------------------------------------------------------------------------
