@@ -1984,7 +1984,8 @@ class Sim:
                 if f == b.id:
                     continue
                 rep = b.fstate[f].leo
-                if rep >= 0 and b.hw > rep and b.id == c.leader:
+                # KIP-250's quorum HW passes slow ISR members by design: that is the proposal's trade
+                if rep >= 0 and b.hw > rep and b.id == c.leader and self.cfg.quorum_acks is None:
                     self.violations.append(
                         f"{where}: leader B{b.id}'s HW {b.hw} passes maximal-ISR member B{f}'s "
                         f"reported LEO {rep}"
