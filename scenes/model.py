@@ -1,0 +1,300 @@
+"""Pydantic models for the curriculum data.
+
+A scene is data, not code: `scenes/data/<id>.toml` is read with tomllib and validated against
+these models at load time (every model forbids unknown fields). The web app, the Q&A module and
+the tests code against the field names below, so renaming one is a breaking change.
+
+The only behaviour here is what every consumer would otherwise re-implement in its own way:
+turning a knob value from a URL into a typed value (`Knob.parse`) and building the contract
+scenario of a beat (`Scene.scenario_for`).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+KnobValue = str | int | bool
+
+# The dotted paths a knob may set. The first segment names the scenario section; the rest is the
+# real Kafka config key, which itself contains dots (`topic.min.insync.replicas` sets
+# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field.
+KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing")
+TOP_LEVEL_TARGETS = ("kafka_version", "seed")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def format_knob_value(value: KnobValue) -> str:
+    """The URL spelling of a knob value: booleans lower case, everything else as str()."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def split_target(target: str) -> tuple[str | None, str]:
+    """`topic.min.insync.replicas` -> ("topic", "min.insync.replicas"); `kafka_version` -> (None, ...)."""
+    if target in TOP_LEVEL_TARGETS:
+        return None, target
+    section, _, key = target.partition(".")
+    if section not in KNOB_TARGET_SECTIONS or not key:
+        raise ValueError(f"knob target {target!r} is not a scenario path")
+    return section, key
+
+
+def apply_knobs(scenario: dict[str, Any], values: dict[str, tuple[str, KnobValue]]) -> dict[str, Any]:
+    """Return a deep copy of `scenario` with each (target, value) written into it.
+
+    `values` maps a knob key to (target, value). The input is never modified.
+    """
+    out = copy.deepcopy(scenario)
+    for _key, (target, value) in values.items():
+        section, key = split_target(target)
+        if section is None:
+            out[key] = value
+        else:
+            out.setdefault(section, {})[key] = value
+    return out
+
+
+class Knob(_Strict):
+    key: str  # the real Kafka config key; also the URL query parameter
+    label: str
+    kind: Literal["choice", "int", "bool"]
+    choices: list[str] | None = None
+    min: int | None = None
+    max: int | None = None
+    default: KnobValue
+    help: str
+    target: str  # dotted path into the scenario
+    # Written into the scenario only while the other knobs named here have one of the listed values
+    # (e.g. the ELR feature level exists only in Kafka 4.x); otherwise the version's own default applies.
+    only_if: dict[str, list[str]] | None = None
+
+    @field_validator("target")
+    @classmethod
+    def _target_is_a_path(cls, v: str) -> str:
+        split_target(v)
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Knob:
+        if self.kind == "choice":
+            if not self.choices:
+                raise ValueError(f"choice knob {self.key} needs choices")
+            if self.min is not None or self.max is not None:
+                raise ValueError(f"choice knob {self.key} takes no min/max")
+        elif self.choices is not None:
+            raise ValueError(f"{self.kind} knob {self.key} takes no choices")
+        if self.kind == "int":
+            if self.min is None or self.max is None or self.min > self.max:
+                raise ValueError(f"int knob {self.key} needs min <= max")
+        elif self.kind == "bool" and (self.min is not None or self.max is not None):
+            raise ValueError(f"bool knob {self.key} takes no min/max")
+        self.check(self.default)
+        return self
+
+    def check(self, value: KnobValue) -> KnobValue:
+        """Validate an already-typed value; raise ValueError with a message a learner can read."""
+        if self.kind == "choice":
+            if not isinstance(value, str) or value not in (self.choices or []):
+                raise ValueError(f"{self.key} must be one of {', '.join(self.choices or [])} (got {value!r})")
+        elif self.kind == "int":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{self.key} must be a whole number (got {value!r})")
+            if not (self.min <= value <= self.max):  # type: ignore[operator]
+                raise ValueError(f"{self.key} must be between {self.min} and {self.max} (got {value})")
+        elif not isinstance(value, bool):
+            raise ValueError(f"{self.key} must be true or false (got {value!r})")
+        return value
+
+    def parse(self, raw: str | KnobValue) -> KnobValue:
+        """Turn a URL query value (or an already typed value) into this knob's type, or raise ValueError."""
+        if not isinstance(raw, str):
+            return self.check(raw)
+        text = raw.strip()[:40]
+        if self.kind == "int":
+            try:
+                value: KnobValue = int(text)
+            except ValueError:
+                raise ValueError(f"{self.key} must be a whole number (got {text!r})") from None
+        elif self.kind == "bool":
+            low = text.lower()
+            if low in ("true", "1", "on", "yes"):
+                value = True
+            elif low in ("false", "0", "off", "no"):
+                value = False
+            else:
+                raise ValueError(f"{self.key} must be true or false (got {text!r})")
+        else:
+            value = text
+        return self.check(value)
+
+
+class Predict(_Strict):
+    question: str
+    options: list[str] = Field(min_length=2)
+    answer: int
+    explanation: str
+
+    @model_validator(mode="after")
+    def _answer_in_range(self) -> Predict:
+        if not 0 <= self.answer < len(self.options):
+            raise ValueError(f"predict answer {self.answer} is not an index into {len(self.options)} options")
+        return self
+
+
+class Beat(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
+    title: str
+    narration: str
+    knobs: dict[str, KnobValue] = Field(default_factory=dict)
+    actions: list[dict[str, Any]]
+    focus_step_kinds: list[str]
+    predict: Predict
+
+    @property
+    def paragraphs(self) -> list[str]:
+        return [p.strip() for p in self.narration.strip().split("\n\n") if p.strip()]
+
+    @model_validator(mode="after")
+    def _narration_shape(self) -> Beat:
+        paras = self.paragraphs
+        if not 2 <= len(paras) <= 6:
+            raise ValueError(f"beat {self.id}: narration needs 2-5 paragraphs plus a Source line, "
+                             f"got {len(paras)}")
+        if not paras[-1].startswith("Source"):
+            raise ValueError(f"beat {self.id}: the narration's last line must cite its sources "
+                             "('Source: ...')")
+        return self
+
+
+class CodeLine(_Strict):
+    text: str
+    kinds: list[str] = Field(default_factory=list)
+    source: str | None = None
+
+
+class CodeBlock(_Strict):
+    id: str
+    title: str
+    lines: list[CodeLine] = Field(min_length=1)
+
+
+class QA(_Strict):
+    id: str
+    question: str
+    answer: str
+    sources: list[str] = Field(min_length=1)
+    live: str | None = None  # name of a function in app/qa.py that adds a sentence from the simulation
+    tags: list[str] = Field(default_factory=list)
+    scene: str | None = None  # the scene this answer belongs to (filled in at load time)
+
+
+class Challenge(_Strict):
+    title: str
+    text: str
+    goal: Literal["lose_acked_write"]
+
+
+class SceneSummary(_Strict):
+    id: str
+    slug: str
+    title: str
+    promise: str
+    minutes: int
+    track: Literal["core", "deep-dive"]
+    built: bool
+
+
+class Scene(_Strict):
+    id: str
+    slug: str
+    title: str
+    promise: str
+    previously: str
+    minutes: int
+    knobs: list[Knob]
+    beats: list[Beat] = Field(min_length=1)
+    pseudocode: list[CodeBlock]
+    qa: list[QA]
+    challenge: Challenge
+    base_scenario: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _cross_checks(self) -> Scene:
+        keys = [k.key for k in self.knobs]
+        if len(set(keys)) != len(keys):
+            raise ValueError("duplicate knob keys")
+        for ids, what in (([b.id for b in self.beats], "beat"),
+                          ([c.id for c in self.pseudocode], "code block"),
+                          ([q.id for q in self.qa], "qa")):
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"duplicate {what} ids")
+        for beat in self.beats:
+            for key, value in beat.knobs.items():
+                self.knob(key).check(value)
+        for k in self.knobs:
+            for other, allowed in (k.only_if or {}).items():
+                for value in allowed:
+                    self.knob(other).parse(value)
+        return self
+
+    def knob_applies(self, key: str, values: dict[str, KnobValue]) -> bool:
+        """Whether knob `key` is written into the scenario, given every knob's value."""
+        cond = self.knob(key).only_if or {}
+        return all(format_knob_value(values[other]) in allowed for other, allowed in cond.items())
+
+    def knob(self, key: str) -> Knob:
+        for k in self.knobs:
+            if k.key == key:
+                return k
+        raise KeyError(f"scene {self.id} has no knob {key!r}")
+
+    def beat(self, beat_id: str) -> Beat:
+        for b in self.beats:
+            if b.id == beat_id:
+                return b
+        raise KeyError(f"scene {self.id} has no beat {beat_id!r}")
+
+    def knob_values(self, beat: Beat | str | None = None,
+                    overrides: dict[str, KnobValue] | None = None) -> dict[str, KnobValue]:
+        """Every knob's value: its default, then the beat's setting, then the overrides (all checked)."""
+        if isinstance(beat, str):
+            beat = self.beat(beat)
+        values: dict[str, KnobValue] = {k.key: k.default for k in self.knobs}
+        if beat is not None:
+            values.update(beat.knobs)
+        for key, value in (overrides or {}).items():
+            values[key] = self.knob(key).parse(value)
+        return values
+
+    def scenario_for(self, beat: Beat | str | None = None,
+                     overrides: dict[str, KnobValue] | None = None,
+                     actions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The contract scenario of a beat: base_scenario, knobs applied, the beat's actions.
+
+        `overrides` are knob values the learner changed (raw URL strings are parsed); `actions`
+        replaces the beat's actions (the sandbox, or a forked timeline). Without a beat the
+        scenario has the defaults and no actions.
+        """
+        if isinstance(beat, str):
+            beat = self.beat(beat)
+        # Only knobs that the beat or the learner set are written. The others keep base_scenario's
+        # value, or the Kafka version's own default when base_scenario leaves them out (the ELR
+        # feature level, which does not exist before 4.x).
+        explicit: dict[str, KnobValue] = dict(beat.knobs) if beat is not None else {}
+        for key, value in (overrides or {}).items():
+            explicit[key] = self.knob(key).parse(value)
+        values = self.knob_values(beat, overrides)
+        scenario = apply_knobs(self.base_scenario, {k: (self.knob(k).target, v) for k, v in explicit.items()
+                                                    if self.knob_applies(k, values)})
+        if actions is not None:
+            scenario["actions"] = copy.deepcopy(actions)
+        else:
+            scenario["actions"] = copy.deepcopy(beat.actions) if beat is not None else []
+        return scenario
