@@ -21,8 +21,6 @@ import logging
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import engine
-import scenes
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -31,6 +29,8 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.gzip import GZipMiddleware
 
+import engine
+import scenes
 from app import presenters, urls
 from app.qa_panel import qa_panel
 from app.settings import Settings
@@ -45,11 +45,28 @@ THEME_COOKIE_MAX_AGE_S = 365 * 24 * 3600
 
 # Panels re-sent to htmx when only the step (or the open question) changed, and when the
 # scenario itself changed. Each is a partial whose root element carries its own id.
-STEP_PANELS = ["_notes.html", "_live.html", "_diagram.html", "_timeline.html", "_faults.html", "_log.html",
-               "_code.html", "_qa.html", "_share.html", "_state_fields.html"]
+STEP_PANELS = [
+    "_notes.html",
+    "_live.html",
+    "_diagram.html",
+    "_timeline.html",
+    "_faults.html",
+    "_log.html",
+    "_code.html",
+    "_qa.html",
+    "_share.html",
+    "_state_fields.html",
+]
 SCENARIO_PANELS = STEP_PANELS + ["_beat.html", "_knobs.html", "_headroom.html", "_check.html"]
-EMBED_STEP_PANELS = ["_notes.html", "_live.html", "_diagram.html", "_timeline.html", "_faults.html", "_log.html",
-                     "_state_fields.html"]
+EMBED_STEP_PANELS = [
+    "_notes.html",
+    "_live.html",
+    "_diagram.html",
+    "_timeline.html",
+    "_faults.html",
+    "_log.html",
+    "_state_fields.html",
+]
 EMBED_SCENARIO_PANELS = EMBED_STEP_PANELS + ["_beat.html", "_knobs.html"]
 
 FRAME_DENY = {"Content-Security-Policy": "frame-ancestors 'none'", "X-Frame-Options": "DENY"}
@@ -69,8 +86,9 @@ class FrameHeaders:
             await self.app(scope, receive, send)
             return
         framing = FRAME_ANY if scope.get("path", "").startswith("/embed/") else FRAME_DENY
-        added = [(k.lower().encode(), v.encode()) for k, v in {**COMMON_HEADERS, **framing,
-                                                                **self.extra}.items()]
+        added = [
+            (k.lower().encode(), v.encode()) for k, v in {**COMMON_HEADERS, **framing, **self.extra}.items()
+        ]
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
@@ -80,6 +98,30 @@ class FrameHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class GZip:
+    """Starlette's GZipMiddleware, minus one quirk: it drops `http.response.debug` messages,
+    which the TestClient needs to expose `response.template` and `response.context`. Those
+    messages are passed straight to the server's `send`; everything else is compressed."""
+
+    def __init__(self, app: Any, minimum_size: int):
+        self.gzip = GZipMiddleware(self._inner, minimum_size=minimum_size)
+        self.app = app
+
+    async def _inner(self, scope, receive, send):
+        raw_send = scope["app.raw_send"]
+
+        async def forward(message):
+            await (raw_send if message["type"] == "http.response.debug" else send)(message)
+
+        await self.app(scope, receive, forward)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        await self.gzip({**scope, "app.raw_send": send}, receive, send)
 
 
 def _wants_json(request: Request) -> bool:
@@ -94,9 +136,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.simulator = sim
     templates = Jinja2Templates(directory=str(settings.templates_dir))
     templates.env.globals.update(
-        css_url=urls.static_url("app.css"), js_url=urls.static_url("app.js"),
-        htmx_url=urls.htmx_url(settings.static_dir), home_url=urls.home_url(),
-        site_name=settings.site_name)
+        css_url=urls.static_url("app.css"),
+        js_url=urls.static_url("app.js"),
+        htmx_url=urls.htmx_url(settings.static_dir),
+        home_url=urls.home_url(),
+        site_name=settings.site_name,
+    )
     app.mount("/static", StaticFiles(directory=str(settings.static_dir)), name="static")
 
     # -- helpers --------------------------------------------------------------------------------
@@ -108,23 +153,38 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def chrome(request: Request) -> dict[str, Any]:
         here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         theme = theme_of(request)
-        return {"theme": theme, "theme_links": [
-            {"value": t, "label": t.capitalize(), "url": urls.theme_url(t, here), "current": t == theme}
-            for t in THEMES]}
+        return {
+            "theme": theme,
+            "theme_links": [
+                {"value": t, "label": t.capitalize(), "url": urls.theme_url(t, here), "current": t == theme}
+                for t in THEMES
+            ],
+        }
 
-    def render(request: Request, name: str, context: dict[str, Any], status: int = 200,
-               headers: dict[str, str] | None = None) -> HTMLResponse:
-        response = templates.TemplateResponse(request, name, {**chrome(request), **context},
-                                              status_code=status, headers=headers)
+    def render(
+        request: Request,
+        name: str,
+        context: dict[str, Any],
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+    ) -> HTMLResponse:
+        response = templates.TemplateResponse(
+            request, name, {**chrome(request), **context}, status_code=status, headers=headers
+        )
         response.headers["Vary"] = "HX-Request"
         return response
 
     def error_page(request: Request, status: int, title: str, reason: str) -> Response:
         if _wants_json(request):
-            return JSONResponse({"error": title.lower().replace(" ", "_"), "detail": reason},
-                                status_code=status)
-        return render(request, "error.html", {"page_title": title, "status": status, "title": title,
-                                              "reason": reason}, status=status)
+            return JSONResponse(
+                {"error": title.lower().replace(" ", "_"), "detail": reason}, status_code=status
+            )
+        return render(
+            request,
+            "error.html",
+            {"page_title": title, "status": status, "title": title, "reason": reason},
+            status=status,
+        )
 
     def load(scene_ref: str):
         scene_id = scenes.normalize_scene_id(scene_ref)
@@ -132,15 +192,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise StarletteHTTPException(404, f"There is no scene {scene_ref[:40]!r} in this course.")
         summary = scenes.SCENE_IDS[scene_id]
         if not summary.built:
-            raise StarletteHTTPException(404, f"Scene {scene_id}, “{summary.title}”, is on the course "
-                                              f"map but not built yet.")
+            raise StarletteHTTPException(
+                404, f"Scene {scene_id}, “{summary.title}”, is on the course map but not built yet."
+            )
         return scene_id, scenes.load_scene(scene_id)
 
     def read_query(request: Request) -> list[tuple[str, str]]:
         query = request.url.query
         if len(query) > settings.max_query_chars:
-            raise BadStateURL(f"The URL's query string has {len(query)} characters; the most this "
-                              f"app reads is {settings.max_query_chars}.")
+            raise BadStateURL(
+                f"The URL's query string has {len(query)} characters; the most this "
+                f"app reads is {settings.max_query_chars}."
+            )
         return parse_qsl(query, keep_blank_values=True)
 
     def previous_state(request: Request, scene: Any, embed: bool) -> SceneState | None:
@@ -151,8 +214,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if parts.path.rstrip("/") != (urls.embed_path(scene.id) if embed else urls.scene_path(scene.id)):
             return None
         try:
-            return parse_state(scene, parse_qsl(parts.query, keep_blank_values=True), settings,
-                               embed=embed)[0]
+            return parse_state(scene, parse_qsl(parts.query, keep_blank_values=True), settings, embed=embed)[
+                0
+            ]
         except BadStateURL:
             return None
 
@@ -160,8 +224,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         scene_id, scene = load(scene_ref)
         if scene_ref != scene_id:  # a readable slug: redirect to the canonical address
             path = urls.embed_path(scene_id) if embed else urls.scene_path(scene_id)
-            return RedirectResponse(path + (f"?{request.url.query}" if request.url.query else ""),
-                                    status_code=308)
+            return RedirectResponse(
+                path + (f"?{request.url.query}" if request.url.query else ""), status_code=308
+            )
         state, notes = parse_state(scene, read_query(request), settings, embed=embed)
         injecting = state.inject is not None
         timeline, state = build_timeline(sim, scene, state)
@@ -178,12 +243,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 panels = EMBED_STEP_PANELS if same else EMBED_SCENARIO_PANELS
             else:
                 panels = STEP_PANELS if same else SCENARIO_PANELS
-            return render(request, "_update.html", {**context, "panels": panels, "oob": True},
-                          headers={"HX-Push-Url": canonical})
+            return render(
+                request,
+                "_update.html",
+                {**context, "panels": panels, "oob": True},
+                headers={"HX-Push-Url": canonical},
+            )
         return render(request, "embed.html" if embed else "scene.html", context)
 
-    def scene_context(request: Request, scene: Any, state: SceneState, timeline, notes: list[str],
-                      *, embed: bool) -> dict[str, Any]:
+    def scene_context(
+        request: Request, scene: Any, state: SceneState, timeline, notes: list[str], *, embed: bool
+    ) -> dict[str, Any]:
         canonical = urls.page_url(state, embed=embed)
         base = str(request.base_url).rstrip("/")
         full_url = urls.scene_url(state.replace(lock=None, from_step=None, to_step=None))
@@ -191,12 +261,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return {
             "page_title": f"{scene.id} · {scene.title}",
             "embed": embed,
-            "scene": {"id": scene.id, "title": scene.title, "promise": scene.promise,
-                      "previously": scene.previously, "minutes": scene.minutes},
+            "scene": {
+                "id": scene.id,
+                "title": scene.title,
+                "promise": scene.promise,
+                "previously": scene.previously,
+                "minutes": scene.minutes,
+            },
             "form_action": urls.embed_path(scene.id) if embed else urls.scene_path(scene.id),
             "state": state,
-            "state_fields": [(k, v) for k, v in state.query_pairs(embed=embed)
-                             if k not in dict(state.knobs) and k not in ("step", "ask")],
+            "state_fields": [
+                (k, v)
+                for k, v in state.query_pairs(embed=embed)
+                if k not in dict(state.knobs) and k not in ("step", "ask")
+            ],
             "notes": presenters.notes_panel(notes),
             "diagram": presenters.diagram(timeline, timeline.scenario),
             "timeline": presenters.timeline_panel(timeline, state, embed=embed),
@@ -209,11 +287,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "beat": presenters.beats_panel(scene, state, timeline, embed=embed),
             "qa": qa_panel(scene, state, timeline, embed=embed),
             "challenge": presenters.challenge_panel(scene, timeline),
-            "share": {"url": base + canonical, "path": canonical, "full_url": base + full_url,
-                      "embed_src": base + embed_src,
-                      "embed_code": f'<iframe src="{base + embed_src}" title="Build Kafka · {scene.id} '
-                                    f'{scene.title}" width="100%" height="720" loading="lazy" '
-                                    f'style="border:0;max-width:1200px"></iframe>'},
+            "share": {
+                "url": base + canonical,
+                "path": canonical,
+                "full_url": base + full_url,
+                "embed_src": base + embed_src,
+                "embed_code": f'<iframe src="{base + embed_src}" title="Build Kafka · {scene.id} '
+                f'{scene.title}" width="100%" height="720" loading="lazy" '
+                f'style="border:0;max-width:1200px"></iframe>',
+            },
         }
 
     # -- routes ---------------------------------------------------------------------------------
@@ -222,17 +304,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     def home(request: Request):
         course = []
         for s in scenes.list_scenes():
-            course.append({"id": s.id, "title": s.title, "promise": s.promise, "minutes": s.minutes,
-                           "built": s.built, "track": s.track,
-                           "url": urls.scene_path(s.id) if s.built else None})
-        return render(request, "home.html", {
-            "page_title": "Course map",
-            "tracks": [
-                {"id": "core", "title": "Core course", "items": [c for c in course if c["track"] == "core"]},
-                {"id": "deep", "title": "Durability deep dive",
-                 "items": [c for c in course if c["track"] != "core"]},
-            ],
-        })
+            course.append(
+                {
+                    "id": s.id,
+                    "title": s.title,
+                    "promise": s.promise,
+                    "minutes": s.minutes,
+                    "built": s.built,
+                    "track": s.track,
+                    "url": urls.scene_path(s.id) if s.built else None,
+                }
+            )
+        return render(
+            request,
+            "home.html",
+            {
+                "page_title": "Course map",
+                "tracks": [
+                    {
+                        "id": "core",
+                        "title": "Core course",
+                        "items": [c for c in course if c["track"] == "core"],
+                    },
+                    {
+                        "id": "deep",
+                        "title": "Durability deep dive",
+                        "items": [c for c in course if c["track"] != "core"],
+                    },
+                ],
+            },
+        )
 
     @app.get("/scenes/{scene_ref}")
     def scene_page(request: Request, scene_ref: str):
@@ -247,8 +348,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         theme = set if set in THEMES else "auto"
         target = next if next.startswith("/") and not next.startswith("//") and "\\" not in next else "/"
         response = RedirectResponse(target, status_code=303)
-        response.set_cookie(THEME_COOKIE, theme, max_age=THEME_COOKIE_MAX_AGE_S, samesite="lax",
-                            httponly=False)
+        response.set_cookie(
+            THEME_COOKIE, theme, max_age=THEME_COOKIE_MAX_AGE_S, samesite="lax", httponly=False
+        )
         return response
 
     @app.get("/healthz")
@@ -259,11 +361,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def api_simulate(request: Request):
         steps_raw = request.query_params.get("steps", "false").lower()
         if steps_raw not in ("true", "false", "1", "0"):
-            return JSONResponse({"error": "invalid_scenario", "problems": [
-                {"path": "?steps", "message": "steps must be true or false"}]}, status_code=422)
+            return JSONResponse(
+                {
+                    "error": "invalid_scenario",
+                    "problems": [{"path": "?steps", "message": "steps must be true or false"}],
+                },
+                status_code=422,
+            )
         declared = request.headers.get("content-length")
-        too_big = {"error": "payload_too_large", "problems": [
-            {"path": "", "message": f"the body is larger than {settings.max_body_bytes} bytes"}]}
+        too_big = {
+            "error": "payload_too_large",
+            "problems": [{"path": "", "message": f"the body is larger than {settings.max_body_bytes} bytes"}],
+        }
         if declared and declared.isdigit() and int(declared) > settings.max_body_bytes:
             return JSONResponse(too_big, status_code=413)
         body = bytearray()
@@ -274,16 +383,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             scenario = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return JSONResponse({"error": "invalid_scenario", "problems": [
-                {"path": "", "message": f"the body is not JSON: {exc}"}]}, status_code=422)
+            return JSONResponse(
+                {
+                    "error": "invalid_scenario",
+                    "problems": [{"path": "", "message": f"the body is not JSON: {exc}"}],
+                },
+                status_code=422,
+            )
         if not isinstance(scenario, dict):
-            return JSONResponse({"error": "invalid_scenario", "problems": [
-                {"path": "", "message": "the scenario must be a JSON object"}]}, status_code=422)
+            return JSONResponse(
+                {
+                    "error": "invalid_scenario",
+                    "problems": [{"path": "", "message": "the scenario must be a JSON object"}],
+                },
+                status_code=422,
+            )
         from starlette.concurrency import run_in_threadpool
 
         try:
-            result = await run_in_threadpool(engine.simulate, scenario,
-                                             steps=steps_raw in ("true", "1"))
+            result = await run_in_threadpool(engine.simulate, scenario, steps=steps_raw in ("true", "1"))
         except engine.ScenarioError as exc:
             return JSONResponse(exc.to_json(), status_code=422)
         return JSONResponse(result)
@@ -297,28 +415,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         reasons = {404: "There is nothing at this address.", 405: "This address does not take that method."}
-        detail = exc.detail if isinstance(exc.detail, str) and exc.detail not in ("Not Found",
-                                                                                    "Method Not Allowed") \
+        detail = (
+            exc.detail
+            if isinstance(exc.detail, str) and exc.detail not in ("Not Found", "Method Not Allowed")
             else reasons.get(exc.status_code, "The request could not be served.")
+        )
         titles = {404: "Not found", 405: "Method not allowed"}
         return error_page(request, exc.status_code, titles.get(exc.status_code, "Request error"), detail)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError):
         if _wants_json(request):
-            problems = [{"path": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg", "")}
-                        for e in exc.errors()]
+            problems = [
+                {"path": ".".join(str(p) for p in e.get("loc", ())), "message": e.get("msg", "")}
+                for e in exc.errors()
+            ]
             return JSONResponse({"error": "invalid_request", "problems": problems}, status_code=422)
         return error_page(request, 400, "Bad address", "Some part of this address could not be read.")
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
         log.exception("unhandled error on %s", request.url.path)
-        return error_page(request, 500, "Something broke",
-                          "The app hit a bug while building this page. The address you used is "
-                          "still good; please report it so we can replay it.")
+        return error_page(
+            request,
+            500,
+            "Something broke",
+            "The app hit a bug while building this page. The address you used is "
+            "still good; please report it so we can replay it.",
+        )
 
-    app.add_middleware(GZipMiddleware, minimum_size=1024)
+    app.add_middleware(GZip, minimum_size=settings.gzip_min_bytes)
     app.add_middleware(FrameHeaders, extra=settings.extra_headers)
     return app
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.steps import STEP_KINDS
-
 from app import urls
 from app.simulation import Timeline
 from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
+from engine.steps import STEP_KINDS
 
 # ----------------------------------------------------------------------------------------------
 # Diagram geometry, in SVG user units (the SVG scales to its container; see static/app.css).
@@ -35,6 +34,7 @@ LABEL_COLUMN_WIDTH = 136
 LOG_LEFT = LABEL_COLUMN_WIDTH + 8
 LOG_RIGHT_MARGIN = 8
 ROW_HEIGHT = 74
+SPARE_ROW_HEIGHT = 34  # a broker that holds no replica of this partition
 CELL_TOP = 18  # cell offset inside a row (room for the HW label above)
 CELL_HEIGHT = 30
 CELL_WIDTH_MAX = 36
@@ -45,16 +45,30 @@ RECORD_TEXT_CHARS = 4
 EPOCH_PALETTE_SIZE = 6
 
 STATUS_TEXT = {"running": "running", "crashed": "crashed", "shutdown": "shut down"}
-STATUS_GLYPH = {"running": "●", "crashed": "✖", "shutdown": "■", "fenced": "⛔"}
-INFLIGHT_STATE_TEXT = {"awaiting_response": "awaiting response", "backoff": "backing off to retry",
-                       "waiting_for_leader": "waiting for a leader"}
-TRUNCATE_WHY_TEXT = {"diverging_epoch": "diverging epoch", "high_watermark": "truncated to HW",
-                     "power_loss": "lost in power loss"}
+STATUS_GLYPH = {"running": "●", "crashed": "✖", "shutdown": "■", "fenced": "⊘"}
+INFLIGHT_STATE_TEXT = {
+    "awaiting_response": "awaiting response",
+    "backoff": "backing off to retry",
+    "waiting_for_leader": "waiting for a leader",
+}
+TRUNCATE_WHY_TEXT = {
+    "diverging_epoch": "diverging epoch",
+    "high_watermark": "truncated to HW",
+    "power_loss": "lost in power loss",
+}
 
 
 def _short(record: Any, limit: int = RECORD_TEXT_CHARS) -> str:
     text = str(record)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def inline(text: str) -> list[dict[str, Any]]:
+    """Split prose on `backticks` into text and code segments (the scene data uses them)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick: keep the text as it is
+        return [{"code": False, "text": str(text)}]
+    return [{"code": i % 2 == 1, "text": part} for i, part in enumerate(parts) if part]
 
 
 def _ids(values: Any) -> list[int]:
@@ -152,6 +166,8 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
     leader_hw = partition.get("hw")
     if leader_hw is None and leader not in (None, -1):
         leader_hw = brokers_state.get(str(leader), {}).get("hw")
+    if leader_hw is None:  # offline: what was committed is what some replica knew was committed
+        leader_hw = max((b.get("hw") or 0 for b in brokers_state.values()), default=0)
     isr, elr = set(_ids(partition.get("isr"))), set(_ids(partition.get("elr")))
     replicas = _ids(partition.get("replicas")) or [b["id"] for b in scenario.get("brokers", [])]
     lost = lost_records_at(timeline)
@@ -198,28 +214,66 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
     top_height = (max(len(producer_lines), len(controller_lines)) + 1) * TOP_LINE_HEIGHT + 14
     box_w = (DIAGRAM_WIDTH - 3 * TOP_BOX_GAP) / 2
     boxes = [
-        {"x": TOP_BOX_GAP, "y": TOP_BOX_GAP, "w": box_w, "h": top_height, "title": "Producer",
-         "cls": "producer", "lines": [{"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
-                                      for i, t in enumerate(producer_lines)]},
-        {"x": 2 * TOP_BOX_GAP + box_w, "y": TOP_BOX_GAP, "w": box_w, "h": top_height,
-         "title": "Controller (KRaft)", "cls": "controller",
-         "lines": [{"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
-                   for i, t in enumerate(controller_lines)]},
+        {
+            "x": TOP_BOX_GAP,
+            "y": TOP_BOX_GAP,
+            "w": box_w,
+            "h": top_height,
+            "title": "Producer",
+            "cls": "producer",
+            "lines": [
+                {"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
+                for i, t in enumerate(producer_lines)
+            ],
+        },
+        {
+            "x": 2 * TOP_BOX_GAP + box_w,
+            "y": TOP_BOX_GAP,
+            "w": box_w,
+            "h": top_height,
+            "title": "Controller (KRaft)",
+            "cls": "controller",
+            "lines": [
+                {"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
+                for i, t in enumerate(controller_lines)
+            ],
+        },
     ]
     for box in boxes:
         box["text_x"] = box["x"] + 10
         box["title_y"] = box["y"] + 18
 
     header_y = TOP_BOX_GAP + top_height + 22
-    offsets = [{"x": round(LOG_LEFT + i * cell_w + cell_w / 2, 1), "text": str(i)}
-               for i in range(int(widest)) if not narrow or i % 2 == 0]
+    offsets = [
+        {"x": round(LOG_LEFT + i * cell_w + cell_w / 2, 1), "text": str(i)}
+        for i in range(int(widest))
+        if not narrow or i % 2 == 0
+    ]
 
     rows = []
-    for row_index, bid in enumerate(order):
+    y = header_y + 8
+    for bid in order:
         b = brokers_state[str(bid)]
-        y = header_y + 8 + row_index * ROW_HEIGHT
         status_text, status = _broker_status(b)
         is_leader = bid == leader
+        if bid not in replicas and not b.get("log"):
+            rows.append(
+                {
+                    "id": bid,
+                    "y": y,
+                    "spare": True,
+                    "label": f"B{bid}",
+                    "status": status,
+                    "status_text": status_text + " · holds no replica of this partition",
+                    "band_y": y - 4,
+                    "band_h": SPARE_ROW_HEIGHT - 6,
+                    "text_y": y + 17,
+                    "leader": False,
+                    "fenced": bool(b.get("fenced")),
+                }
+            )
+            y += SPARE_ROW_HEIGHT
+            continue
         badges = []
         if is_leader:
             badges.append({"text": "♛ leader", "cls": "leader"})
@@ -242,19 +296,33 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
             offset = int(entry["offset"])
             record = str(entry.get("record"))
             epoch = entry.get("epoch")
-            committed = (leader_hw is not None and offset < leader_hw
-                         and (is_leader or leader_log.get(offset) == entry.get("record")))
+            committed = (
+                leader_hw is not None
+                and offset < leader_hw
+                and (is_leader or leader_log.get(offset) == entry.get("record"))
+            )
             if record in lost:
                 state, glyph, what = "lost", "!", "LOST: acknowledged, but not on the leader"
             elif committed:
                 state, glyph, what = "committed", "", "committed (below the leader's HW)"
             else:
                 state, glyph, what = "uncommitted", "", "not committed yet"
-            cells.append(Cell(
-                x=LOG_LEFT + offset * cell_w, y=y + CELL_TOP, w=cell_w - 2, h=CELL_HEIGHT,
-                text="" if narrow else _short(record), record=record, offset=offset, epoch=epoch,
-                epoch_class=f"ep{(epoch or 0) % EPOCH_PALETTE_SIZE}", state=state, glyph=glyph,
-                title=f"B{bid} offset {offset}: {record} (epoch {epoch}) — {what}"))
+            cells.append(
+                Cell(
+                    x=LOG_LEFT + offset * cell_w,
+                    y=y + CELL_TOP,
+                    w=cell_w - 2,
+                    h=CELL_HEIGHT,
+                    text="" if narrow else _short(record),
+                    record=record,
+                    offset=offset,
+                    epoch=epoch,
+                    epoch_class=f"ep{(epoch or 0) % EPOCH_PALETTE_SIZE}",
+                    state=state,
+                    glyph=glyph,
+                    title=f"B{bid} offset {offset}: {record} (epoch {epoch}) — {what}",
+                )
+            )
         leo = int(b.get("leo", len(log)))
         ghost_x = LOG_LEFT + max(leo, len(log)) * cell_w + GHOST_GAP
         ghosts = []
@@ -263,11 +331,22 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
             record = str(entry.get("record", "?"))
             why = TRUNCATE_WHY_TEXT.get(entry.get("why"), str(entry.get("why", "")))
             state = "lost" if record in lost else "truncated"
-            ghosts.append(Cell(
-                x=ghost_x + i * cell_w, y=y + CELL_TOP, w=cell_w - 2, h=CELL_HEIGHT,
-                text="" if narrow else _short(record), record=record, offset=entry.get("offset"),
-                epoch=entry.get("epoch"), epoch_class="ghost", state=state,
-                glyph="!" if state == "lost" else "", title=f"B{bid} deleted {record}: {why}"))
+            ghosts.append(
+                Cell(
+                    x=ghost_x + i * cell_w,
+                    y=y + CELL_TOP,
+                    w=cell_w - 2,
+                    h=CELL_HEIGHT,
+                    text="" if narrow else _short(record),
+                    record=record,
+                    offset=entry.get("offset"),
+                    epoch=entry.get("epoch"),
+                    epoch_class="ghost",
+                    state=state,
+                    glyph="!" if state == "lost" else "",
+                    title=f"B{bid} deleted {record}: {why}",
+                )
+            )
         hw = b.get("hw")
         markers = {
             "hw_x": round(LOG_LEFT + (hw or 0) * cell_w - 1, 1) if hw is not None else None,
@@ -275,24 +354,49 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
             "hw_label": "HW" if hw != leo else "HW=LEO",
             "leo_label": "LEO",
             "show_leo": hw != leo,
-            "hw": hw, "leo": leo,
+            "hw": hw,
+            "leo": leo,
         }
-        rows.append({
-            "id": bid, "y": y, "label": f"B{bid}", "rack": f"rack {b['rack']}" if b.get("rack") else "",
-            "status_text": status_text, "status": status, "leader": is_leader,
-            "fenced": bool(b.get("fenced")), "badges": badges, "cells": cells, "ghosts": ghosts,
-            "ghost_label_x": round(ghost_x - GHOST_GAP / 2 - 1, 1) if ghosts else None,
-            "markers": markers, "band_y": y - 4, "band_h": ROW_HEIGHT - 6,
-            "cell_y": y + CELL_TOP, "cell_mid_y": y + CELL_TOP + CELL_HEIGHT / 2 + 4,
-            "epoch_y": y + CELL_TOP + CELL_HEIGHT - 4, "hw_label_y": y + CELL_TOP - 4,
-            "leo_label_y": y + CELL_TOP + CELL_HEIGHT + 12, "marker_top": y + CELL_TOP - 2,
-            "marker_bottom": y + CELL_TOP + CELL_HEIGHT + 2,
-        })
-    height = header_y + 8 + len(order) * ROW_HEIGHT + 4
+        rows.append(
+            {
+                "id": bid,
+                "y": y,
+                "label": f"B{bid}",
+                "rack": f"rack {b['rack']}" if b.get("rack") else "",
+                "status_text": status_text,
+                "status": status,
+                "leader": is_leader,
+                "fenced": bool(b.get("fenced")),
+                "badges": badges,
+                "cells": cells,
+                "ghosts": ghosts,
+                "ghost_label_x": round(ghost_x - GHOST_GAP / 2 - 1, 1) if ghosts else None,
+                "markers": markers,
+                "band_y": y - 4,
+                "band_h": ROW_HEIGHT - 6,
+                "cell_y": y + CELL_TOP,
+                "cell_mid_y": y + CELL_TOP + CELL_HEIGHT / 2 + 4,
+                "epoch_y": y + CELL_TOP + CELL_HEIGHT - 4,
+                "hw_label_y": y + CELL_TOP - 4,
+                "leo_label_y": y + CELL_TOP + CELL_HEIGHT + 12,
+                "marker_top": y + CELL_TOP - 2,
+                "marker_bottom": y + CELL_TOP + CELL_HEIGHT + 2,
+                "spare": False,
+            }
+        )
+        y += ROW_HEIGHT
+    height = y + 4
     return {
-        "width": DIAGRAM_WIDTH, "height": round(height), "boxes": boxes, "rows": rows,
-        "offsets": offsets, "header_y": header_y, "log_left": LOG_LEFT, "narrow": narrow,
-        "label_x": 8, "show_epoch": not narrow,
+        "width": DIAGRAM_WIDTH,
+        "height": round(height),
+        "boxes": boxes,
+        "rows": rows,
+        "offsets": offsets,
+        "header_y": header_y,
+        "log_left": LOG_LEFT,
+        "narrow": narrow,
+        "label_x": 8,
+        "show_epoch": not narrow,
         "description": describe(timeline, scenario, lost),
         "summary": summary_sentence(timeline, lost),
     }
@@ -301,10 +405,16 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
 def summary_sentence(timeline: Timeline, lost: set[str]) -> str:
     partition = timeline.view.get("partition", {})
     leader = partition.get("leader", -1)
-    lead = f"B{leader} leads (epoch {partition.get('leader_epoch', 0)})" if leader not in (None, -1) \
+    lead = (
+        f"B{leader} leads (epoch {partition.get('leader_epoch', 0)})"
+        if leader not in (None, -1)
         else "no broker leads: the partition is offline"
-    text = (f"After step {timeline.step} of {timeline.step_count} (t = {timeline.view.get('t_ms', 0)} ms): "
-            f"{lead}; ISR {{{_join(_ids(partition.get('isr')), '')}}}; leader HW {partition.get('hw', '?')}.")
+    )
+    text = (
+        f"After step {timeline.step} of {timeline.step_count} (t = {timeline.view.get('t_ms', 0)} ms): "
+        f"{lead}; ISR {{{_join(_ids(partition.get('isr')), '')}}}"
+        + (f"; leader HW {partition['hw']}." if partition.get("hw") is not None else ".")
+    )
     if lost:
         text += f" Acknowledged but lost: {', '.join(sorted(lost))}."
     return text
@@ -320,15 +430,21 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
         f"{{{_join(_ids(partition.get('isr')), '')}}}, ELR {{{_join(_ids(partition.get('elr')), '')}}}, "
         f"min.insync.replicas {partition.get('min_insync_replicas', '?')} (effective "
         f"{partition.get('effective_min_isr', '?')})"
-        + ("; the ISR is below the minimum, so acks=all writes are refused." if partition.get("under_min_isr")
-           else "."))
+        + (
+            "; the ISR is below the minimum, so acks=all writes are refused."
+            if partition.get("under_min_isr")
+            else "."
+        )
+    )
     in_flight = (view.get("producer", {}) or {}).get("in_flight", []) or []
     if in_flight:
         parts = []
         for req in in_flight:
             state = INFLIGHT_STATE_TEXT.get(req.get("state"), str(req.get("state", "")))
-            parts.append(f"batch {req.get('index', 0) + 1} ({', '.join(map(str, req.get('records', [])))}) "
-                         f"to B{req.get('target')}, attempt {req.get('attempt', 1)}, {state}")
+            parts.append(
+                f"batch {req.get('index', 0) + 1} ({', '.join(map(str, req.get('records', [])))}) "
+                f"to B{req.get('target')}, attempt {req.get('attempt', 1)}, {state}"
+            )
         lines.append("Producer in flight: " + "; ".join(parts) + ".")
     else:
         lines.append("Producer: nothing in flight.")
@@ -345,17 +461,27 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
         if bid in elr:
             roles.append("in the ELR")
         log = b.get("log", [])
-        records = ", ".join(f"{e.get('record')}@{e['offset']} (epoch {e.get('epoch')})" for e in log) or "empty"
-        sentence = (f"Broker {bid}{' (rack ' + str(b['rack']) + ')' if b.get('rack') else ''}: "
-                    f"{status_text[2:]}, {', '.join(roles)}. Log: {records}. "
-                    f"LEO {b.get('leo')}, HW {b.get('hw')}.")
+        records = (
+            ", ".join(f"{e.get('record')}@{e['offset']} (epoch {e.get('epoch')})" for e in log) or "empty"
+        )
+        sentence = (
+            f"Broker {bid}{' (rack ' + str(b['rack']) + ')' if b.get('rack') else ''}: "
+            f"{status_text[2:]}, {', '.join(roles)}. Log: {records}. "
+            f"LEO {b.get('leo')}, HW {b.get('hw')}."
+        )
         lost_here = [str(e.get("record")) for e in log if str(e.get("record")) in lost]
         if lost_here:
             sentence += f" Holds lost acknowledged records {', '.join(lost_here)}."
         truncated = b.get("truncated", []) or []
         if truncated:
-            sentence += " Deleted: " + ", ".join(
-                f"{t.get('record')} ({TRUNCATE_WHY_TEXT.get(t.get('why'), t.get('why'))})" for t in truncated) + "."
+            sentence += (
+                " Deleted: "
+                + ", ".join(
+                    f"{t.get('record')} ({TRUNCATE_WHY_TEXT.get(t.get('why'), t.get('why'))})"
+                    for t in truncated
+                )
+                + "."
+            )
         lines.append(sentence)
     return lines
 
@@ -368,7 +494,10 @@ def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dic
     step, first, last = timeline.step, timeline.first_step, timeline.last_step
     current = timeline.current
     return {
-        "step": step, "first": first, "last": last, "count": timeline.step_count,
+        "step": step,
+        "first": first,
+        "last": last,
+        "count": timeline.step_count,
         "t_ms": timeline.view.get("t_ms", 0),
         "restart_url": urls.page_url(state, embed=embed, step=first),
         "back_url": urls.page_url(state, embed=embed, step=max(first, step - 1)) if step > first else None,
@@ -376,10 +505,16 @@ def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dic
         "end_url": urls.page_url(state, embed=embed, step=last) if step < last else None,
         "at_end": step >= last,
         "current_text": current["text"] if current else "Before the first step: press Step to begin.",
-        "injected": [{"code": a.encode(), "landed": s} for a, s in zip(state.actions, timeline.injected_steps,
-                                                                       strict=False)],
-        "speeds": [{"value": "1600", "label": "0.5×"}, {"value": "800", "label": "1×", "selected": True},
-                   {"value": "400", "label": "2×"}, {"value": "200", "label": "4×"}],
+        "injected": [
+            {"code": a.encode(), "landed": s}
+            for a, s in zip(state.actions, timeline.injected_steps, strict=False)
+        ],
+        "speeds": [
+            {"value": "1600", "label": "0.5×"},
+            {"value": "800", "label": "1×", "selected": True},
+            {"value": "400", "label": "2×"},
+            {"value": "200", "label": "4×"},
+        ],
     }
 
 
@@ -394,20 +529,43 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
             verbs = ["crash", "power", "resume" if not b.get("fetching", True) else "stop", "shutdown"]
         else:
             verbs = ["restart"]
-        rows.append({"broker": bid, "label": f"B{bid}",
-                     "buttons": [{"verb": v, "label": INJECT_VERBS[v], "url": urls.inject_url(state, v, bid, embed=embed),
-                                  "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}"}
-                                 for v in verbs]})
+        rows.append(
+            {
+                "broker": bid,
+                "label": f"B{bid}",
+                "buttons": [
+                    {
+                        "verb": v,
+                        "label": INJECT_VERBS[v],
+                        "url": urls.inject_url(state, v, bid, embed=embed),
+                        "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}",
+                    }
+                    for v in verbs
+                ],
+            }
+        )
     return rows
 
 
 def event_log(timeline: Timeline, max_lines: int) -> dict[str, Any]:
-    shown = timeline.steps[max(0, timeline.step - max_lines): timeline.step]
-    lines = [{"i": s.get("i"), "t_ms": s.get("t_ms"), "actor": s.get("actor", ""), "text": s.get("text", ""),
-              "kind": s.get("kind", ""), "current": s.get("i") == timeline.step} for s in shown]
-    return {"lines": lines, "hidden": max(0, timeline.step - max_lines),
-            "newest": lines[-1]["text"] if lines else "No step has run yet.",
-            "newest_i": timeline.step}
+    shown = timeline.steps[max(0, timeline.step - max_lines) : timeline.step]
+    lines = [
+        {
+            "i": s.get("i"),
+            "t_ms": s.get("t_ms"),
+            "actor": s.get("actor", ""),
+            "text": s.get("text", ""),
+            "kind": s.get("kind", ""),
+            "current": s.get("i") == timeline.step,
+        }
+        for s in shown
+    ]
+    return {
+        "lines": lines,
+        "hidden": max(0, timeline.step - max_lines),
+        "newest": lines[-1]["text"] if lines else "No step has run yet.",
+        "newest_i": timeline.step,
+    }
 
 
 def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
@@ -423,12 +581,25 @@ def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
                 source = urls.kafka_source_url(line.source)
             elif line.kinds and line.kinds[0] in STEP_KINDS:
                 source = STEP_KINDS[line.kinds[0]].url
-            lines.append({"n": number, "text": line.text, "active": bool(kind and kind in line.kinds),
-                          "source": source})
-        blocks.append({"id": block.id, "title": block.title, "lines": lines,
-                       "active": any(line["active"] for line in lines)})
+            lines.append(
+                {
+                    "n": number,
+                    "text": line.text,
+                    "active": bool(kind and kind in line.kinds),
+                    "source": source,
+                }
+            )
+        blocks.append(
+            {
+                "id": block.id,
+                "title": block.title,
+                "lines": lines,
+                "active": any(line["active"] for line in lines),
+            }
+        )
     return {
-        "kind": kind, "blocks": blocks,
+        "kind": kind,
+        "blocks": blocks,
         "code": step_kind.code if step_kind else None,
         "summary": step_kind.summary if step_kind else None,
         "url": step_kind.url if step_kind else None,
@@ -446,12 +617,24 @@ def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
     for knob in scene.knobs:
         choices = knob_choices(knob)
         slug = knob.key.replace(".", "-").replace("_", "-")
-        item = {"key": knob.key, "label": knob.label, "help": knob.help, "id": f"knob-{slug}",
-                "help_id": f"knob-{slug}-help", "value": values[knob.key]}
+        item = {
+            "key": knob.key,
+            "label": knob.label,
+            "help": knob.help,
+            "id": f"knob-{slug}",
+            "help_id": f"knob-{slug}-help",
+            "value": values[knob.key],
+        }
         if choices is not None:
             item["widget"] = "select"
-            item["options"] = [{"value": format_value(c), "label": format_value(c),
-                                "selected": format_value(c) == values[knob.key]} for c in choices]
+            item["options"] = [
+                {
+                    "value": format_value(c),
+                    "label": format_value(c),
+                    "selected": format_value(c) == values[knob.key],
+                }
+                for c in choices
+            ]
         else:
             item["widget"] = "range"
             item["min"], item["max"] = knob.min, knob.max
@@ -484,11 +667,15 @@ def headroom(state: SceneState) -> dict[str, Any]:
     refuses_all = acks == "all" and effective > rf
     write_headroom = max(rf - effective, 0) if not refuses_all else None
     if capped:
-        formula = f"effective min ISR = min({m}, {rf}) = {effective}; headroom = {rf} − {effective} = " \
-                  f"{write_headroom}"
+        formula = (
+            f"effective min ISR = min({m}, {rf}) = {effective}; headroom = {rf} − {effective} = "
+            f"{write_headroom}"
+        )
     elif refuses_all:
-        formula = f"Kafka {version} has no effective-min cap: min.insync.replicas {m} > RF {rf}, so " \
-                  f"every acks=all write is refused with NOT_ENOUGH_REPLICAS."
+        formula = (
+            f"Kafka {version} has no effective-min cap: min.insync.replicas {m} > RF {rf}, so "
+            f"every acks=all write is refused with NOT_ENOUGH_REPLICAS."
+        )
     else:
         formula = f"min ISR {m} (no cap in {version}); headroom = {rf} − {m} = {write_headroom}"
     rows = []
@@ -496,8 +683,11 @@ def headroom(state: SceneState) -> dict[str, Any]:
         live = rf - down
         if live == 0:
             writes = "offline: no replica left to lead"
-            safety = ("unclean election of the first returning replica can lose acknowledged writes"
-                      if unclean else "acknowledged writes wait on the dead brokers' disks: unavailable, not lost")
+            safety = (
+                "unclean election of the first returning replica can lose acknowledged writes"
+                if unclean
+                else "acknowledged writes wait on the dead brokers' disks: unavailable, not lost"
+            )
             status = "offline"
         elif acks == "all":
             if refuses_all:
@@ -513,20 +703,34 @@ def headroom(state: SceneState) -> dict[str, Any]:
             elif unclean:
                 safety = "at risk: an unclean election can pick a replica that lacks acked writes"
             elif effective == 1:
-                safety = ("at risk if the last ISR member dies: acks=all meant one copy"
-                          + ("; ELR keeps clean candidates" if elr else ""))
+                safety = "at risk if the last ISR member dies: acks=all meant one copy" + (
+                    "; ELR keeps clean candidates" if elr else ""
+                )
             else:
                 safety = "no acknowledged loss while elections stay clean" + (" (ELR helps)" if elr else "")
         else:
             writes, status = f"keeps writing (acks={acks} ignores min ISR)", "ok"
-            safety = ("at risk: acks=0 gets no answer at all" if acks == "0"
-                      else "at risk: acks=1 is acknowledged before any follower has the record")
+            safety = (
+                "at risk: acks=0 gets no answer at all"
+                if acks == "0"
+                else "at risk: acks=1 is acknowledged before any follower has the record"
+            )
             if down == 0:
                 safety = "no broker lost yet, but a leader crash can drop acked records"
         rows.append({"down": down, "live": live, "writes": writes, "safety": safety, "status": status})
-    return {"rf": rf, "m": m, "acks": acks, "effective": effective, "headroom": write_headroom,
-            "formula": formula, "rows": rows, "version": version, "capped": capped,
-            "refuses_all": refuses_all, "unclean": unclean}
+    return {
+        "rf": rf,
+        "m": m,
+        "acks": acks,
+        "effective": effective,
+        "headroom": write_headroom,
+        "formula": formula,
+        "rows": rows,
+        "version": version,
+        "capped": capped,
+        "refuses_all": refuses_all,
+        "unclean": unclean,
+    }
 
 
 def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) -> dict[str, Any]:
@@ -540,28 +744,55 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
     focus = None
     for entry in timeline.steps:
         if entry.get("kind") in (beat.focus_step_kinds or []):
-            focus = {"i": entry["i"], "text": entry.get("text", ""),
-                     "url": urls.page_url(state, embed=embed, step=entry["i"])}
+            focus = {
+                "i": entry["i"],
+                "text": entry.get("text", ""),
+                "url": urls.page_url(state, embed=embed, step=entry["i"]),
+            }
             break
     paragraphs = getattr(beat, "paragraphs", None) or [beat.narration]
     source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
     body = paragraphs[:-1] if source else paragraphs
     predict = beat.predict
     return {
-        "items": [{"id": str(b.id), "n": i + 1, "title": b.title, "current": i == index,
-                   "url": urls.beat_url(state.scene_id, str(b.id), embed=embed)} for i, b in enumerate(beats)],
-        "n": index + 1, "count": len(beats), "title": beat.title,
-        "lead": body[:1], "more": body[1:], "source": source,
-        "prev_url": urls.beat_url(state.scene_id, str(beats[index - 1].id), embed=embed) if index > 0 else None,
-        "next_url": (urls.beat_url(state.scene_id, str(beats[index + 1].id), embed=embed)
-                     if index + 1 < len(beats) else None),
-        "sandbox": sandbox, "focus": focus,
+        "items": [
+            {
+                "id": str(b.id),
+                "n": i + 1,
+                "title": b.title,
+                "current": i == index,
+                "url": urls.beat_url(state.scene_id, str(b.id), embed=embed),
+            }
+            for i, b in enumerate(beats)
+        ],
+        "n": index + 1,
+        "count": len(beats),
+        "title": beat.title,
+        "lead": [inline(p) for p in body[:1]],
+        "more": [inline(p) for p in body[1:]],
+        "source": source,
+        "prev_url": urls.beat_url(state.scene_id, str(beats[index - 1].id), embed=embed)
+        if index > 0
+        else None,
+        "next_url": (
+            urls.beat_url(state.scene_id, str(beats[index + 1].id), embed=embed)
+            if index + 1 < len(beats)
+            else None
+        ),
+        "sandbox": sandbox,
+        "focus": focus,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
-        "predict": {"question": predict.question,
-                    "options": [{"n": chr(ord("A") + i), "text": o, "answer": i == predict.answer}
-                                for i, o in enumerate(predict.options)],
-                    "answer": f"{chr(ord('A') + predict.answer)}. {predict.options[predict.answer]}",
-                    "explanation": predict.explanation} if predict else None,
+        "predict": {
+            "question": inline(predict.question),
+            "options": [
+                {"n": chr(ord("A") + i), "text": inline(o), "answer": i == predict.answer}
+                for i, o in enumerate(predict.options)
+            ],
+            "answer": inline(f"{chr(ord('A') + predict.answer)}. {predict.options[predict.answer]}"),
+            "explanation": inline(predict.explanation),
+        }
+        if predict
+        else None,
     }
 
 
@@ -572,15 +803,24 @@ def challenge_panel(scene: Any, timeline: Timeline) -> dict[str, Any] | None:
     lost = [str(r) for r in timeline.result.get("lost_acked_records", [])]
     acked = [str(r) for r in timeline.result.get("acked_records", [])]
     if lost:
-        verdict = (f"Done: this timeline loses acknowledged records {', '.join(lost)} "
-                   f"(the engine's loss ledger, at the end of the timeline).")
+        verdict = (
+            f"Done: this timeline loses acknowledged records {', '.join(lost)} "
+            f"(the engine's loss ledger, at the end of the timeline)."
+        )
     elif acked:
-        verdict = (f"Not yet: {len(acked)} acknowledged record(s), none lost by the end of this timeline. "
-                   f"Try the knobs and the fault buttons.")
+        verdict = (
+            f"Not yet: {len(acked)} acknowledged record(s), none lost by the end of this timeline. "
+            f"Try the knobs and the fault buttons."
+        )
     else:
         verdict = "Not yet: nothing has been acknowledged in this timeline."
-    return {"title": challenge.title, "text": challenge.text, "solved": bool(lost), "verdict": verdict,
-            "lost": lost}
+    return {
+        "title": challenge.title,
+        "text": inline(challenge.text),
+        "solved": bool(lost),
+        "verdict": verdict,
+        "lost": lost,
+    }
 
 
 def notes_panel(notes: list[str]) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import urls
+from app.presenters import inline
 from app.simulation import Timeline
 from app.state import SceneState
 
@@ -31,7 +32,7 @@ def _field(item: Any, name: str, default: Any = None) -> Any:
 
 
 def _paragraphs(text: str) -> list[str]:
-    return [p.strip() for p in (text or "").split("\n\n") if p.strip()]
+    return [inline(p.strip()) for p in (text or "").split("\n\n") if p.strip()]
 
 
 def _sources(item: Any) -> list[dict[str, Any]]:
@@ -44,8 +45,7 @@ def _sources(item: Any) -> list[dict[str, Any]]:
 
 def live_context(timeline: Timeline) -> dict[str, Any]:
     """What a live answer may read: the whole result plus the state at the current step."""
-    return {**timeline.result, "view": timeline.view, "at_step": timeline.step,
-            "scenario": timeline.scenario}
+    return {**timeline.result, "view": timeline.view, "at_step": timeline.step, "scenario": timeline.scenario}
 
 
 def _live_answer(qa_module: Any, item: Any, timeline: Timeline) -> str | None:
@@ -64,12 +64,23 @@ def qa_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) 
     opened = None
     for item in scene.qa:
         is_open = item.id == state.q
-        questions.append({"id": item.id, "question": item.question, "open": is_open,
-                          "url": urls.page_url(state, embed=embed, q=None if is_open else item.id),
-                          "live": bool(item.live)})
+        questions.append(
+            {
+                "id": item.id,
+                "question": item.question,
+                "open": is_open,
+                "url": urls.page_url(state, embed=embed, q=None if is_open else item.id),
+                "live": bool(item.live),
+            }
+        )
         if is_open:
-            opened = {"id": item.id, "question": item.question, "answer": _paragraphs(item.answer),
-                      "sources": _sources(item), "live": _live_answer(qa_module, item, timeline)}
+            opened = {
+                "id": item.id,
+                "question": item.question,
+                "answer": _paragraphs(item.answer),
+                "sources": _sources(item),
+                "live": _live_answer(qa_module, item, timeline),
+            }
     unknown_q = state.q is not None and opened is None
     results = []
     searched = False
@@ -83,11 +94,24 @@ def qa_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) 
         for hit in list(found)[:SEARCH_RESULTS]:
             item = hit[0] if isinstance(hit, tuple) else hit
             item = _field(item, "qa", None) or item  # a search hit wraps its QA
-            results.append({"id": _field(item, "id"), "question": _field(item, "question"),
-                            "answer": _paragraphs(_field(item, "answer", "")),
-                            "sources": _sources(item), "scene": _field(item, "scene"),
-                            "live": _live_answer(qa_module, item, timeline)
-                            if _field(item, "scene") == scene.id else None})
-    return {"questions": questions, "opened": opened, "unknown_q": unknown_q, "ask": state.ask or "",
-            "results": results, "searched": searched,
-            "close_url": urls.page_url(state, embed=embed, q=None)}
+            results.append(
+                {
+                    "id": _field(item, "id"),
+                    "question": _field(item, "question"),
+                    "answer": _paragraphs(_field(item, "answer", "")),
+                    "sources": _sources(item),
+                    "scene": _field(item, "scene"),
+                    "live": _live_answer(qa_module, item, timeline)
+                    if _field(item, "scene") == scene.id
+                    else None,
+                }
+            )
+    return {
+        "questions": questions,
+        "opened": opened,
+        "unknown_q": unknown_q,
+        "ask": state.ask or "",
+        "results": results,
+        "searched": searched,
+        "close_url": urls.page_url(state, embed=embed, q=None),
+    }

@@ -24,6 +24,7 @@ class Settings:
     max_step: int = 100_000  # any step above this is a malformed URL, not "past the end"
     max_ask_chars: int = 200
     max_log_lines: int = 400  # event-log lines rendered at once (the newest ones)
+    gzip_min_bytes: int = 1024  # responses smaller than this go out uncompressed
     # Engine result caches (state is the URL, so a result is a pure function of its key).
     simulate_cache_entries: int = 512
     # Shown in the page footer and in error pages.

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine
-
 from app.state import BadStateURL, InjectedAction, SceneState
 
 SETTLE_DEFAULT_MAX_MS = 60_000  # the contract's default for settle.max_ms
@@ -77,8 +76,13 @@ def fault_action(verb: str, broker: int) -> dict[str, Any]:
     """The contract action for a URL fault verb."""
     if verb == "power":
         return {"do": "power_loss", "brokers": [broker]}
-    do = {"crash": "crash", "stop": "stop_fetching", "resume": "resume_fetching",
-          "restart": "restart", "shutdown": "shutdown"}[verb]
+    do = {
+        "crash": "crash",
+        "stop": "stop_fetching",
+        "resume": "resume_fetching",
+        "restart": "restart",
+        "shutdown": "shutdown",
+    }[verb]
     return {"do": do, "broker": broker}
 
 
@@ -88,15 +92,18 @@ def _with_actions(scenario: dict[str, Any], actions: list[dict[str, Any]]) -> di
     return out
 
 
-def fork(sim: Simulator, scenario: dict[str, Any], injected: InjectedAction,
-         notes: list[str]) -> tuple[dict[str, Any], int]:
+def fork(
+    sim: Simulator, scenario: dict[str, Any], injected: InjectedAction, notes: list[str]
+) -> tuple[dict[str, Any], int]:
     """Insert one fault after step `injected.after_step`; return the scenario and its landing step."""
     actions = list(scenario.get("actions", []))
     total_steps, _ = sim.count(scenario)
     step = injected.after_step
     if step > total_steps:
-        notes.append(f"The injected fault a={injected.encode()} is after the end of its timeline "
-                     f"({total_steps} steps); it runs at the end.")
+        notes.append(
+            f"The injected fault a={injected.encode()} is after the end of its timeline "
+            f"({total_steps} steps); it runs at the end."
+        )
         step = total_steps
     new = fault_action(injected.verb, injected.broker)
     if step == 0:
@@ -135,7 +142,7 @@ def fork(sim: Simulator, scenario: dict[str, Any], injected: InjectedAction,
                 replacement = [{"do": "advance", "ms": elapsed_ms}, new, rest]
         else:
             position, replacement, consumed = m, [new], 0
-    forked = actions[:position] + replacement + actions[position + consumed:]
+    forked = actions[:position] + replacement + actions[position + consumed :]
     landed_index = position + replacement.index(new) + 1
     result = _with_actions(scenario, forked)
     landed_step = sim.count(_with_actions(result, forked[:landed_index]))[0]
@@ -175,8 +182,10 @@ def base_scenario(scene: Any, state: SceneState) -> dict[str, Any]:
 def _check_brokers(scenario: dict[str, Any], injected: InjectedAction) -> None:
     ids = [b["id"] for b in scenario.get("brokers", [])] or [1, 2, 3]
     if injected.broker not in ids:
-        raise BadStateURL(f"The injected fault a={injected.encode()} names broker {injected.broker}, "
-                          f"but this cluster has brokers {', '.join(map(str, ids))}.")
+        raise BadStateURL(
+            f"The injected fault a={injected.encode()} names broker {injected.broker}, "
+            f"but this cluster has brokers {', '.join(map(str, ids))}."
+        )
 
 
 def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timeline, SceneState]:
@@ -218,7 +227,15 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
         step = first
     state = state.replace(step=step)
     view = sim.view(scenario, step)["view"]
-    timeline = Timeline(scenario=copy.deepcopy(scenario), result=result, view=view, step=step,
-                        step_count=step_count, first_step=first, last_step=last,
-                        injected_steps=injected_steps, notes=notes)
+    timeline = Timeline(
+        scenario=copy.deepcopy(scenario),
+        result=result,
+        view=view,
+        step=step,
+        step_count=step_count,
+        first_step=first,
+        last_step=last,
+        injected_steps=injected_steps,
+        notes=notes,
+    )
     return timeline, state

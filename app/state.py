@@ -109,9 +109,14 @@ class SceneState:
 
     def same_scenario(self, other: SceneState | None) -> bool:
         """True when only the position on the timeline (or the Q&A) differs."""
-        return (other is not None and self.scene_id == other.scene_id and self.beat == other.beat
-                and self.knobs == other.knobs and self.seed == other.seed
-                and self.actions == other.actions)
+        return (
+            other is not None
+            and self.scene_id == other.scene_id
+            and self.beat == other.beat
+            and self.knobs == other.knobs
+            and self.seed == other.seed
+            and self.actions == other.actions
+        )
 
     def query_pairs(self, *, embed: bool = False) -> list[tuple[str, str]]:
         pairs: list[tuple[str, str]] = [("beat", self.beat)]
@@ -162,20 +167,23 @@ def _parse_knob(knob: Any, raw: str, notes: list[str]) -> str:
         if numeric and _INT_RE.match(raw):
             fallback = format_value(min(numeric, key=lambda c: (abs(c - int(raw)), c)))
         allowed = ", ".join(format_value(c) for c in choices)
-        notes.append(f"{key}={raw} is not available in this scene (choose one of {allowed}); "
-                     f"showing {key}={fallback}.")
+        notes.append(
+            f"{key}={raw} is not available in this scene (choose one of {allowed}); showing {key}={fallback}."
+        )
         return fallback
     if not _INT_RE.match(raw):
         raise BadStateURL(f"{key} must be a whole number, but the URL says {key}={raw[:40]!r}.")
     value = int(raw)
     low, high = getattr(knob, "min", None), getattr(knob, "max", None)
     if low is not None and value < low:
-        notes.append(f"{key}={value} is below the smallest value this scene allows ({low}); "
-                     f"showing {key}={low}.")
+        notes.append(
+            f"{key}={value} is below the smallest value this scene allows ({low}); showing {key}={low}."
+        )
         value = low
     if high is not None and value > high:
-        notes.append(f"{key}={value} is above the largest value this scene allows ({high}); "
-                     f"showing {key}={high}.")
+        notes.append(
+            f"{key}={value} is above the largest value this scene allows ({high}); showing {key}={high}."
+        )
         value = high
     return str(value)
 
@@ -194,8 +202,9 @@ def _uint(params: dict[str, list[str]], name: str, *, cap: int) -> int | None:
     if raw is None or raw == "":
         return None
     if not _UINT_RE.match(raw) or int(raw) > cap:
-        raise BadStateURL(f"{name} must be a whole number from 0 to {cap}, "
-                          f"but the URL says {name}={raw[:40]!r}.")
+        raise BadStateURL(
+            f"{name} must be a whole number from 0 to {cap}, but the URL says {name}={raw[:40]!r}."
+        )
     return int(raw)
 
 
@@ -204,8 +213,9 @@ def beat_knob_values(beat: Any) -> dict[str, str]:
     return {key: format_value(value) for key, value in dict(presets).items()}
 
 
-def parse_state(scene: Any, pairs: list[tuple[str, str]], settings: Settings,
-                *, embed: bool = False) -> tuple[SceneState, list[str]]:
+def parse_state(
+    scene: Any, pairs: list[tuple[str, str]], settings: Settings, *, embed: bool = False
+) -> tuple[SceneState, list[str]]:
     """Read a scene URL's query pairs; return the state and notes about corrected values."""
     params: dict[str, list[str]] = {}
     for key, value in pairs:
@@ -215,8 +225,7 @@ def parse_state(scene: Any, pairs: list[tuple[str, str]], settings: Settings,
     beats = {str(b.id): b for b in scene.beats}
     beat_id = _one(params, "beat") or str(scene.beats[0].id)
     if beat_id not in beats:
-        raise BadStateURL(f"This scene has no beat {beat_id[:40]!r}; its beats are "
-                          f"{', '.join(beats)}.")
+        raise BadStateURL(f"This scene has no beat {beat_id[:40]!r}; its beats are {', '.join(beats)}.")
     presets = beat_knob_values(beats[beat_id])
 
     knobs: list[tuple[str, str]] = []
@@ -233,18 +242,21 @@ def parse_state(scene: Any, pairs: list[tuple[str, str]], settings: Settings,
 
     raw_actions = params.get("a", [])
     if len(raw_actions) > settings.max_injected_actions:
-        raise BadStateURL(f"This URL injects {len(raw_actions)} actions; at most "
-                          f"{settings.max_injected_actions} fit in one timeline. Remove some "
-                          f"a=… parameters (or restart the beat) and try again.")
+        raise BadStateURL(
+            f"This URL injects {len(raw_actions)} actions; at most "
+            f"{settings.max_injected_actions} fit in one timeline. Remove some "
+            f"a=… parameters (or restart the beat) and try again."
+        )
     actions = []
     for raw in raw_actions:
         match = _ACTION_RE.match(raw)
         if not match or match["verb"] not in INJECT_VERBS:
-            raise BadStateURL(f"The injected action a={raw[:40]!r} is not in the form VERB:BROKER@STEP "
-                              f"(e.g. a=crash:2@5), with VERB one of {', '.join(INJECT_VERBS)}.")
+            raise BadStateURL(
+                f"The injected action a={raw[:40]!r} is not in the form VERB:BROKER@STEP "
+                f"(e.g. a=crash:2@5), with VERB one of {', '.join(INJECT_VERBS)}."
+            )
         if int(match["step"]) > settings.max_step:
-            raise BadStateURL(f"The injected action a={raw[:40]!r} names a step above "
-                              f"{settings.max_step}.")
+            raise BadStateURL(f"The injected action a={raw[:40]!r} names a step above {settings.max_step}.")
         actions.append(InjectedAction(match["verb"], int(match["broker"]), int(match["step"])))
 
     step = _uint(params, "step", cap=settings.max_step)
@@ -254,11 +266,14 @@ def parse_state(scene: Any, pairs: list[tuple[str, str]], settings: Settings,
     if raw_inject:
         match = _INJECT_RE.match(raw_inject)
         if not match or match["verb"] not in INJECT_VERBS:
-            raise BadStateURL(f"inject={raw_inject[:40]!r} is not in the form VERB:BROKER "
-                              f"(e.g. inject=crash:2).")
+            raise BadStateURL(
+                f"inject={raw_inject[:40]!r} is not in the form VERB:BROKER (e.g. inject=crash:2)."
+            )
         if len(actions) >= settings.max_injected_actions:
-            raise BadStateURL(f"This timeline already has {len(actions)} injected actions, the most "
-                              f"one URL may carry. Restart the beat to inject more.")
+            raise BadStateURL(
+                f"This timeline already has {len(actions)} injected actions, the most "
+                f"one URL may carry. Restart the beat to inject more."
+            )
         inject = (match["verb"], int(match["broker"]))
 
     q = _one(params, "q") or None
@@ -279,9 +294,20 @@ def parse_state(scene: Any, pairs: list[tuple[str, str]], settings: Settings,
         if from_step is not None and to_step is not None and from_step > to_step:
             raise BadStateURL(f"from={from_step} is after to={to_step}.")
 
-    state = SceneState(scene_id=str(scene.id), beat=beat_id, knobs=tuple(knobs), seed=seed,
-                       actions=tuple(actions), step=step if step is not None else 0, q=q, ask=ask,
-                       lock=lock, from_step=from_step, to_step=to_step, inject=inject)
+    state = SceneState(
+        scene_id=str(scene.id),
+        beat=beat_id,
+        knobs=tuple(knobs),
+        seed=seed,
+        actions=tuple(actions),
+        step=step if step is not None else 0,
+        q=q,
+        ask=ask,
+        lock=lock,
+        from_step=from_step,
+        to_step=to_step,
+        inject=inject,
+    )
     if step is None and from_step is not None:
         state = state.replace(step=from_step)
     return state, notes

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from engine.steps import KAFKA_SOURCE_BASE_URL
-
 from app.state import SceneState
+from engine.steps import KAFKA_SOURCE_BASE_URL
 
 # Keep ':' '@' and ',' readable in action lists such as a=crash:2@5.
 _SAFE = ":@,"

@@ -1,0 +1,214 @@
+"""Presenters read like the page: these tests use a hand-written engine result of the shape in
+docs/engine-api.md, so they pin the presenter logic independently of the engine's behaviour."""
+
+from types import SimpleNamespace
+
+from app import presenters
+from app.simulation import Timeline
+from app.state import SceneState
+
+SAMPLE_RESULT = {
+    "version": 1,
+    "step_count": 4,
+    "final": {},
+    "produce": [
+        {
+            "records": ["a", "b"],
+            "acks": "all",
+            "outcome": "acked",
+            "error": None,
+            "offsets": [0, 1],
+            "attempts": 1,
+            "sent_ms": 0,
+            "done_ms": 4,
+        }
+    ],
+    "acked_records": ["a", "b"],
+    "lost_acked_records": [],
+    "visible_records": ["a", "b"],
+    "steps": [
+        {"i": 1, "t_ms": 0, "actor": "producer", "kind": "producer_send", "text": "send a, b", "produce": 0},
+        {"i": 2, "t_ms": 1, "actor": "broker-1", "kind": "leader_append", "text": "B1 appended a, b"},
+        {
+            "i": 3,
+            "t_ms": 3,
+            "actor": "broker-1",
+            "kind": "leader_advance_high_watermark",
+            "text": "HW 0 -> 2",
+        },
+        {"i": 4, "t_ms": 4, "actor": "producer", "kind": "producer_receive", "text": "acked", "produce": 0},
+    ],
+}
+
+
+def snapshot(leader=1, leader_log=("a", "b"), follower_log=("a", "b"), hw=2, isr=(1, 2, 3)):
+    def log(records, epoch=0):
+        return [{"offset": i, "epoch": epoch, "record": r} for i, r in enumerate(records)]
+
+    broker = {
+        "alive": True,
+        "fenced": False,
+        "status": "running",
+        "rack": None,
+        "fetching": True,
+        "isolated_from": [],
+        "truncated": [],
+        "flushed": 0,
+    }
+    return {
+        "t_ms": 4,
+        "partition": {
+            "leader": leader,
+            "leader_epoch": 0,
+            "isr": list(isr),
+            "elr": [],
+            "online": leader != -1,
+            "replicas": [1, 2, 3],
+            "hw": hw,
+            "effective_min_isr": 2,
+            "min_insync_replicas": 2,
+            "under_min_isr": False,
+            "recovery_state": "RECOVERED",
+        },
+        "brokers": {
+            "1": {**broker, "role": "leader", "leo": len(leader_log), "hw": hw, "log": log(leader_log)},
+            "2": {**broker, "role": "follower", "leo": len(follower_log), "hw": hw, "log": log(follower_log)},
+            "3": {
+                **broker,
+                "role": "follower",
+                "leo": 0,
+                "hw": 0,
+                "log": [],
+                "status": "crashed",
+                "alive": False,
+                "truncated": [{"offset": 0, "epoch": 0, "record": "z", "why": "power_loss", "t_ms": 3}],
+            },
+        },
+        "producer": {
+            "in_flight": [
+                {
+                    "index": 0,
+                    "records": ["c"],
+                    "acks": "all",
+                    "attempt": 1,
+                    "state": "awaiting_response",
+                    "target": 1,
+                }
+            ]
+        },
+    }
+
+
+def timeline(step, view):
+    return Timeline(
+        scenario={"producer": {"acks": "all"}, "brokers": [{"id": i} for i in (1, 2, 3)]},
+        result=SAMPLE_RESULT,
+        view=view,
+        step=step,
+        step_count=4,
+        first_step=0,
+        last_step=4,
+    )
+
+
+STATE = SceneState(
+    scene_id="05",
+    beat="b",
+    knobs=(("acks", "all"), ("min.insync.replicas", "2"), ("replication.factor", "3")),
+    seed=0,
+    step=3,
+)
+
+
+def test_records_count_as_acked_only_after_the_producer_hears_back():
+    assert presenters.acked_records_by_step(SAMPLE_RESULT, 3) == []
+    assert presenters.acked_records_by_step(SAMPLE_RESULT, 4) == ["a", "b"]
+
+
+def test_an_acked_record_missing_from_the_leader_is_drawn_as_lost():
+    view = snapshot(leader=2, leader_log=("a", "b"), follower_log=("a",), hw=1)
+    view["brokers"]["2"]["log"] = [{"offset": 0, "epoch": 0, "record": "a"}]
+    tl = timeline(3, view)
+    tl.step = 3  # before the ack: nothing is lost yet
+    assert presenters.lost_records_at(tl) == set()
+    tl = Timeline(**{**tl.__dict__, "step": 4, "step_count": 5})
+    assert presenters.lost_records_at(tl) == {"b"}
+    cells = {
+        c.record: c
+        for row in presenters.diagram(tl, tl.scenario)["rows"]
+        if not row["spare"]
+        for c in row["cells"]
+        if row["id"] == 1
+    }
+    assert cells["b"].state == "lost" and cells["b"].glyph == "!"
+    assert cells["a"].state == "committed"
+
+
+def test_diagram_marks_leader_isr_hw_leo_truncation_and_in_flight():
+    d = presenters.diagram(timeline(3, snapshot(hw=1)), {"producer": {"acks": "all"}})
+    rows = {r["id"]: r for r in d["rows"]}
+    assert [b["text"] for b in rows[1]["badges"]] == ["♛ leader", "ISR"]
+    assert [c.state for c in rows[1]["cells"]] == ["committed", "uncommitted"]
+    assert rows[1]["markers"]["hw"] == 1 and rows[1]["markers"]["leo"] == 2 and rows[1]["markers"]["show_leo"]
+    assert rows[3]["status"] == "crashed" and rows[3]["ghosts"][0].state == "truncated"
+    assert any("#1 [c] → B1 · awaiting response" in line["text"] for line in d["boxes"][0]["lines"])
+    text = " ".join(d["description"])
+    assert "Broker 3" in text and "crashed" in text and "lost in power loss" in text
+
+
+def test_headroom_caps_min_isr_at_rf_in_41_and_refuses_in_36():
+    knobs = lambda m, rf, v: STATE.replace(
+        knobs=(
+            ("acks", "all"),
+            ("min.insync.replicas", str(m)),  # noqa: E731
+            ("replication.factor", str(rf)),
+            ("kafka_version", v),
+        )
+    )
+    h = presenters.headroom(knobs(2, 3, "4.1"))
+    assert h["effective"] == 2 and h["headroom"] == 1
+    assert [r["status"] for r in h["rows"]] == ["ok", "ok", "refused", "offline"]
+    h = presenters.headroom(knobs(3, 1, "4.1"))
+    assert h["effective"] == 1 and h["headroom"] == 0 and h["rows"][0]["status"] == "ok"
+    h = presenters.headroom(knobs(3, 1, "3.6"))
+    assert h["refuses_all"] and h["rows"][0]["status"] == "refused"
+
+
+def test_fault_buttons_offer_restart_only_for_a_stopped_broker():
+    rows = presenters.fault_buttons(timeline(3, snapshot()), STATE, embed=False)
+    verbs = {r["broker"]: [b["verb"] for b in r["buttons"]] for r in rows}
+    assert verbs[3] == ["restart"]
+    assert verbs[1] == ["crash", "power", "stop", "shutdown"]
+    assert "inject=crash:1" in rows[0]["buttons"][0]["url"]
+
+
+def test_code_panel_highlights_lines_whose_kinds_include_the_current_step():
+    scene = SimpleNamespace(
+        pseudocode=[
+            SimpleNamespace(
+                id="p",
+                title="Produce",
+                lines=[
+                    SimpleNamespace(text="append()", kinds=["leader_append"], source=None),
+                    SimpleNamespace(
+                        text="other()",
+                        kinds=[],
+                        source="core/src/main/scala/kafka/cluster/Partition.scala#L1",
+                    ),
+                ],
+            )
+        ]
+    )
+    panel = presenters.code_panel(scene, timeline(2, snapshot()))
+    assert panel["kind"] == "leader_append"
+    assert [line["active"] for line in panel["blocks"][0]["lines"]] == [True, False]
+    assert panel["blocks"][0]["lines"][0]["source"].startswith("https://github.com/apache/kafka/blob/")
+    assert panel["blocks"][0]["lines"][1]["source"].endswith("Partition.scala#L1")
+
+
+def test_inline_code_segments():
+    assert presenters.inline("use `acks=all` now") == [
+        {"code": False, "text": "use "},
+        {"code": True, "text": "acks=all"},
+        {"code": False, "text": " now"},
+    ]

@@ -1,0 +1,348 @@
+"""Route tests: what a browser (with or without htmx) and an API client get back.
+
+These run the real engine and the real scene 05 data.
+"""
+
+import json
+import re
+
+import pytest
+
+from app.state import parse_state
+from tests.web.conftest import HTMX
+
+SCENE = "/scenes/05"
+
+
+def oob_ids(html: str) -> list[str]:
+    return re.findall(r'id="([a-z-]+)"[^>]*hx-swap-oob', html)
+
+
+def notes(html: str) -> str:
+    match = re.search(r'<div id="notes".*?</div>', html, re.S)
+    return match.group(0) if match else ""
+
+
+# -- pages ------------------------------------------------------------------------------------
+
+
+def test_course_map_lists_scenes_in_order_and_links_only_built_ones(client):
+    import scenes
+
+    r = client.get("/")
+    assert r.status_code == 200
+    assert r.template.name == "home.html"
+    items = [i for t in r.context["tracks"] for i in t["items"]]
+    assert [i["id"] for i in items] == [s.id for s in scenes.list_scenes()]
+    assert 'href="/scenes/05"' in r.text
+    assert all(i["url"] is None for i in items if not i["built"])
+    assert r.text.count(">coming<") == sum(1 for i in items if not i["built"])
+
+
+def test_scene_page_has_the_whole_anatomy(client):
+    r = client.get(SCENE)
+    assert r.status_code == 200 and r.template.name == "scene.html"
+    for panel in (
+        "beat",
+        "diagram",
+        "controls",
+        "timeline",
+        "faults",
+        "knobs",
+        "log",
+        "code",
+        "headroom",
+        "qa",
+        "check",
+        "share",
+        "log-live",
+    ):
+        assert f'id="{panel}"' in r.text, panel
+    assert r.context["scene"]["id"] == "05"
+    assert "<figure" in r.text and "Describe the diagram in words" in r.text
+    assert 'aria-live="polite"' in r.text
+    assert len(r.context["beat"]["items"]) >= 6
+    # every knob is a labelled control named by its Kafka config key
+    for key in (
+        "acks",
+        "min.insync.replicas",
+        "replication.factor",
+        "unclean.leader.election.enable",
+        "eligible.leader.replicas.version",
+        "kafka_version",
+    ):
+        assert f'name="{key}"' in r.text
+        assert f"<code>{key}</code></label>" in r.text
+
+
+def test_slug_redirects_to_the_canonical_address_keeping_the_query(client):
+    r = client.get("/scenes/05-durability?step=3", follow_redirects=False)
+    assert r.status_code == 308 and r.headers["location"] == "/scenes/05?step=3"
+
+
+def test_every_response_varies_on_hx_request_and_htmx_gets_only_panels(client):
+    page = client.get(SCENE + "?step=4")
+    assert "HX-Request" in page.headers["vary"]
+    assert "<html" in page.text
+    fragment = client.get(SCENE + "?step=5", headers=HTMX)
+    assert "HX-Request" in fragment.headers["vary"]
+    assert fragment.template.name == "_update.html"
+    assert "<html" not in fragment.text
+    assert fragment.headers["HX-Push-Url"].startswith("/scenes/05?beat=")
+
+
+def test_a_step_change_resends_only_step_panels(client):
+    current = client.get(SCENE + "?step=4")
+    url = current.context["timeline"]["forward_url"]
+    r = client.get(
+        url, headers={**HTMX, "HX-Current-URL": "http://testserver" + current.context["share"]["path"]}
+    )
+    ids = oob_ids(r.text)
+    assert {"diagram", "timeline", "log", "code"} <= set(ids)
+    assert "knobs" not in ids and "headroom" not in ids
+    changed = client.get(
+        SCENE + "?step=5&acks=1", headers={**HTMX, "HX-Current-URL": "http://testserver" + url}
+    )
+    assert {"knobs", "headroom", "diagram"} <= set(oob_ids(changed.text))
+
+
+def test_history_restore_gets_the_full_page(client):
+    r = client.get(SCENE + "?step=2", headers={**HTMX, "HX-History-Restore-Request": "true"})
+    assert r.template.name == "scene.html"
+
+
+def test_frame_headers_forbid_framing_except_for_embeds(client):
+    for url in ("/", SCENE, "/static/app.css", "/nope"):
+        r = client.get(url)
+        assert r.headers["x-frame-options"] == "DENY", url
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"], url
+    r = client.get("/embed/05")
+    assert r.status_code == 200 and r.template.name == "embed.html"
+    assert r.headers["content-security-policy"] == "frame-ancestors *"
+    assert "x-frame-options" not in r.headers
+    assert "site-header" not in r.text  # no site chrome
+    assert r.context["share"]["full_url"].endswith(
+        "/scenes/05?" + r.context["share"]["path"].split("?", 1)[1]
+    )
+
+
+def test_embed_can_be_locked_to_a_beat_and_a_step_range(client):
+    r = client.get("/embed/05?lock=beat&from=3&to=6&step=9")
+    assert r.status_code == 200
+    assert r.context["locked"] and 'class="beat-nav"' not in r.text
+    assert r.context["timeline"]["step"] == 6 and r.context["timeline"]["first"] == 3
+    assert "Step 9 is past to=6" in notes(r.text)
+    assert (
+        "lock=beat" in r.context["timeline"]["restart_url"]
+        and "from=3" in r.context["timeline"]["restart_url"]
+    )
+    r = client.get("/embed/05?lock=beat&from=3")
+    assert r.context["timeline"]["step"] == 3
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+def test_out_of_range_knob_renders_the_nearest_valid_state_with_a_message(client):
+    r = client.get(SCENE + "?min.insync.replicas=9")
+    assert r.status_code == 200
+    assert "min.insync.replicas=9 is above the largest value" in notes(r.text)
+    assert dict(r.context["state"].knobs)["min.insync.replicas"] == "5"
+    r = client.get(SCENE + "?acks=2")
+    assert r.status_code == 200 and "acks=2 is not available" in notes(r.text)
+    assert dict(r.context["state"].knobs)["acks"] == "all"  # the knob default
+
+
+@pytest.mark.parametrize(
+    "query, reason",
+    [
+        ("step=abc", "step must be a whole number"),
+        ("step=-1", "step must be a whole number"),
+        ("step=99999999999", "step must be a whole number"),
+        ("a=boom", "not in the form VERB:BROKER@STEP"),
+        ("a=explode:2@3", "not in the form VERB:BROKER@STEP"),
+        ("a=crash:9@3", "names broker 9"),
+        ("min.insync.replicas=lots", "must be a whole number"),
+        ("beat=nope", "no beat"),
+        ("step=1&step=2", "appears 2 times"),
+        ("inject=crash", "not in the form VERB:BROKER"),
+    ],
+)
+def test_malformed_urls_get_a_400_page_with_the_reason(client, query, reason):
+    r = client.get(f"{SCENE}?{query}")
+    assert r.status_code == 400
+    assert r.template.name == "error.html"
+    assert reason in r.text
+    assert "Traceback" not in r.text
+
+
+def test_too_many_injected_actions_is_a_400_that_explains_the_cap(client):
+    query = "&".join(["a=crash:2@1"] * 51)
+    r = client.get(f"{SCENE}?{query}")
+    assert r.status_code == 400 and "at most 50" in r.text
+
+
+def test_an_overlong_query_is_refused(client):
+    r = client.get(SCENE + "?ask=" + "x" * 5000)
+    assert r.status_code == 400 and "characters" in r.text
+
+
+def test_step_beyond_the_end_clamps_with_a_note(client):
+    r = client.get(SCENE + "?step=5000")
+    assert r.status_code == 200
+    count = r.context["timeline"]["count"]
+    assert r.context["timeline"]["step"] == count
+    assert f"Step 5000 is past the end of this timeline ({count} steps)" in notes(r.text)
+
+
+@pytest.mark.parametrize("url", ["/scenes/99", "/scenes/01", "/embed/zz", "/nowhere"])
+def test_unknown_or_unbuilt_scene_is_a_404_page(client, url):
+    r = client.get(url)
+    assert r.status_code == 404 and r.template.name == "error.html"
+
+
+# -- faults and forking -----------------------------------------------------------------------
+
+
+def test_injecting_a_fault_forks_the_timeline_at_the_current_step(client):
+    r = client.get(SCENE + "?step=5&inject=crash:2", follow_redirects=False)
+    assert r.status_code == 303
+    location = r.headers["location"]
+    assert "a=crash:2@5" in location and "inject" not in location
+    forked = client.get(location)
+    state = forked.context["state"]
+    step = state.step
+    assert step >= 5
+    current = forked.context["timeline"]["current_text"]
+    assert "B2" in current  # the page shows the step where the crash landed
+    rows = {row["id"]: row for row in forked.context["diagram"]["rows"]}
+    assert rows[2]["status"] == "crashed"
+    # the timeline before the fork is unchanged
+    before = client.get(SCENE + "?step=5")
+    texts = lambda page: [line["text"] for line in page.context["log"]["lines"][:5]]  # noqa: E731
+    assert texts(forked) == texts(before)
+
+
+def test_injecting_with_htmx_renders_panels_and_pushes_the_canonical_url(client):
+    r = client.get(SCENE + "?step=5&inject=crash:3", headers=HTMX)
+    assert r.status_code == 200
+    assert "a=crash:3@5" in r.headers["HX-Push-Url"]
+    assert "diagram" in oob_ids(r.text)
+
+
+def test_restart_of_a_crashed_broker_is_offered_and_works(client):
+    crashed = client.get(
+        client.get(SCENE + "?step=5&inject=crash:2", follow_redirects=False).headers["location"]
+    )
+    buttons = {row["broker"]: row["buttons"] for row in crashed.context["faults"]}
+    assert [b["verb"] for b in buttons[2]] == ["restart"]
+    r = client.get(buttons[2][0]["url"], follow_redirects=False)
+    assert r.status_code == 303 and "a=restart:2@" in r.headers["location"]
+    assert client.get(r.headers["location"]).status_code == 200
+
+
+def test_parse_state_round_trips_through_the_canonical_url(client):
+    import scenes
+    from app.settings import Settings
+
+    scene = scenes.load_scene("05")
+    r = client.get(SCENE + "?acks=1&step=3&a=crash:2@2&q=x1")
+    path = r.context["share"]["path"]
+    query = path.split("?", 1)[1]
+    from urllib.parse import parse_qsl
+
+    state, problems = parse_state(scene, parse_qsl(query), Settings())
+    assert state == r.context["state"] and problems == []
+
+
+# -- q&a and challenge ------------------------------------------------------------------------
+
+
+def test_tapping_a_question_opens_its_answer_with_sources(client):
+    page = client.get(SCENE)
+    first = page.context["qa"]["questions"][0]
+    r = client.get(first["url"])
+    opened = r.context["qa"]["opened"]
+    assert opened["id"] == first["id"] and opened["sources"]
+    assert "Close the answer" in r.text
+
+
+def test_free_text_search_calls_the_qa_module(client):
+    r = client.get(SCENE + "?ask=why+was+my+write+refused")
+    assert r.status_code == 200
+    assert r.context["qa"]["searched"] and r.context["qa"]["results"]
+
+
+def test_the_challenge_is_judged_by_the_loss_ledger(client):
+    plain = client.get(SCENE)
+    assert plain.context["challenge"]["solved"] is False
+    lossy = None
+    for beat in [b["id"] for b in plain.context["beat"]["items"]]:
+        for extra in ("", "&unclean.leader.election.enable=true"):
+            r = client.get(f"{SCENE}?beat={beat}{extra}")
+            if r.context["challenge"]["solved"]:
+                lossy = r
+                break
+        if lossy:
+            break
+    assert lossy is not None, "some beat with unclean election on should lose an acked write"
+    assert lossy.context["challenge"]["lost"]
+
+
+# -- API --------------------------------------------------------------------------------------
+
+SCENARIO = {"version": 1, "actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]}
+
+
+def test_api_simulate_returns_the_engine_result(client):
+    r = client.post("/api/v1/simulate", json=SCENARIO)
+    assert r.status_code == 200
+    body = r.json()
+    assert body["acked_records"] == ["a"] and "steps" not in body
+    r = client.post("/api/v1/simulate?steps=true", json=SCENARIO)
+    assert r.json()["steps"] and r.json()["step_count"] == len(r.json()["steps"])
+
+
+@pytest.mark.parametrize(
+    "body, path",
+    [
+        (json.dumps({"version": 1, "bogus": 1}), None),
+        (json.dumps({"version": 1, "actions": [{"do": "crash", "broker": 7}]}), "actions[0]"),
+        ("not json", ""),
+        ("[1, 2]", ""),
+    ],
+)
+def test_api_invalid_scenarios_get_422_with_the_error_object(client, body, path):
+    r = client.post("/api/v1/simulate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    error = r.json()
+    assert error["error"] == "invalid_scenario" and error["problems"]
+    assert all(set(p) == {"path", "message"} for p in error["problems"])
+    if path:
+        assert error["problems"][0]["path"].startswith(path)
+
+
+def test_api_body_over_the_cap_is_413_with_a_reason(client):
+    r = client.post(
+        "/api/v1/simulate",
+        content=b"{" + b" " * (300 * 1024) + b"}",
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 413
+    assert "larger than" in r.json()["problems"][0]["message"]
+
+
+def test_api_errors_are_json_not_html(client):
+    r = client.get("/api/v1/simulate")
+    assert r.status_code == 405 and r.headers["content-type"].startswith("application/json")
+
+
+def test_theme_toggle_sets_a_cookie_and_only_redirects_locally(client):
+    r = client.get("/theme?set=dark&next=/scenes/05%3Fstep%3D2", follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == "/scenes/05?step=2"
+    assert "theme=dark" in r.headers["set-cookie"]
+    r = client.get("/theme?set=dark&next=//evil.example/", follow_redirects=False)
+    assert r.headers["location"] == "/"
+    client.cookies.set("theme", "dark")
+    assert 'data-theme="dark"' in client.get("/").text
+    client.cookies.clear()
