@@ -1152,14 +1152,13 @@ class Sim:
         if not out:
             return
         new = [x for x in br.isr if x not in out]
-        self.step(
-            "leader_shrink_isr",
-            f"broker-{br.id}",
+        self._request_isr_change(
+            br,
+            new,
+            "shrink",
             f"B{br.id} finds {_fmt_set(out)} out of sync (not caught up for more than "
             f"replica.lag.time.max.ms={self.cfg.lag_time_ms}); it asks to shrink the ISR to {_fmt_set(new)}",
-            broker=br.id,
         )
-        self._request_isr_change(br, new, "shrink")
 
     def _maybe_expand_isr(self, L: Broker, fid: int) -> None:
         if L.pending is not None or fid in L.isr:
@@ -1172,17 +1171,18 @@ class Sim:
         if self.prof.leader_epochs and st.leo < L.epoch_start:
             return  # P 1061-1066: the follower must reach the current epoch's start
         new = L.isr + [fid]
-        self.step(
-            "leader_expand_isr",
-            f"broker-{L.id}",
+        self._request_isr_change(
+            L,
+            new,
+            "expand",
             f"B{fid} reached the HW {L.hw}"
             + (f" and the epoch start {L.epoch_start}" if self.prof.leader_epochs else "")
             + f"; B{L.id} asks to expand the ISR to {_fmt_set(new)}",
-            broker=L.id,
         )
-        self._request_isr_change(L, new, "expand")
 
-    def _request_isr_change(self, L: Broker, new: list[int], direction: str) -> None:
+    def _request_isr_change(self, L: Broker, new: list[int], direction: str, text: str) -> None:
+        """Emit the leader's ISR step after the state it describes exists (pending change or new ISR)."""
+        kind = "leader_shrink_isr" if direction == "shrink" else "leader_expand_isr"
         if self.prof.alter_partition:
             L.pending = direction
             L.pending_isr = list(new)
@@ -1190,6 +1190,7 @@ class Sim:
             L.maximal = (
                 sorted(set(L.isr) | set(new), key=self._order) if direction == "expand" else list(L.isr)
             )
+            self.step(kind, f"broker-{L.id}", text, broker=L.id)
             self.send(
                 L.id,
                 "controller",
@@ -1200,6 +1201,7 @@ class Sim:
             # before AlterPartition (KIP-497) the leader wrote the ISR itself and used it at once
             L.isr = list(new)
             L.maximal = list(new)
+            self.step(kind, f"broker-{L.id}", text.replace("asks to", "writes"), broker=L.id)
             self._ctl_alter_partition(L.id, L.leader_epoch, L.partition_epoch, list(new), direct=True)
             self._maybe_increment_hw(L)
             self._check_purgatory(L)
