@@ -161,13 +161,25 @@ def test_beat5_unclean_election_loses_acked_records(s05):
     r = run(s05, "unclean-election")
     assert sorted(r["lost_acked_records"]) == ["b", "c"]
     assert produce(r, "b")["outcome"] == "acked" and produce(r, "c")["outcome"] == "acked"
-    part = r["final"]["partition"]
-    assert part["leader"] == 3 and part["recovery_state"] == "RECOVERING"
+    restart = action_index(s05, "unclean-election", do="restart")
+    elected = run(s05, "unclean-election", upto=restart)
+    part = elected["final"]["partition"]
+    assert part["leader"] == 3 and part["recovery_state"] == "RECOVERING" and part["isr"] == [3]
+    assert sorted(elected["lost_acked_records"]) == ["b", "c"]
     assert "controller_elect_unclean" in kinds(r)
     assert "leader_shrink_isr" in kinds(r)
+    # brokers 1 and 2 come back and truncate b and c themselves (diverging epoch)
+    for b in ("1", "2"):
+        gone = r["final"]["brokers"][b]["truncated"]
+        assert sorted(e["record"] for e in gone) == ["b", "c"]
+        assert {e["why"] for e in gone} == {"diverging_epoch"}
+    assert all(log == ["a"] for b, log in logs(r).items() if b in (1, 2, 3))
+    assert r["final"]["partition"]["leader"] == 3
     # and with unclean election off the same faults leave it offline, losing nothing
-    safe = run(s05, "unclean-election", {"unclean.leader.election.enable": False})
+    safe = run(s05, "unclean-election", {"unclean.leader.election.enable": False}, upto=restart)
     assert safe["lost_acked_records"] == [] and safe["final"]["partition"]["online"] is False
+    safe_full = run(s05, "unclean-election", {"unclean.leader.election.enable": False})
+    assert safe_full["lost_acked_records"] == []
 
 
 def test_beat6_elr_recovers_without_loss_and_the_leader_comes_from_the_elr(s05):
