@@ -13,6 +13,7 @@ from scenario_builders import (
     advance,
     crash,
     elect,
+    first_step,
     leader_log_records,
     log_rows,
     mark,
@@ -26,6 +27,8 @@ from scenario_builders import (
     scenario,
     set_config,
     settle,
+    shutdown,
+    steps_of,
     stop_fetching,
     truncated,
     upto,
@@ -63,7 +66,7 @@ def test_s01_slow_member_holds_the_ack_with_other_ids(version):
     assert r["final"]["brokers"]["7"]["hw"] == 1
 
 
-# ============================================================================ elections follow assignment order
+# ============================================================ elections follow assignment order
 
 
 @pytest.mark.parametrize("version", CURRENT)
@@ -333,3 +336,136 @@ def test_headroom_writes_continue_exactly_while_rf_minus_k_meets_min_isr(version
     last_up = upto(sc, f"k{rf - 1}")
     assert last_up["lost_acked_records"] == [], f"RF={rf} M={m}: acked data lost with one replica left"
     assert set(last_up["acked_records"]) <= set(leader_log_records(last_up))
+
+
+# ============================================================ the rules behind the scenarios
+
+
+@pytest.mark.parametrize(("version", "bumps"), [("0.10", True), ("3.6", False), ("4.1", False)])
+def test_controller_shrink_bumps_the_leader_epoch_only_before_3_6(version, bumps):
+    sc = scenario(produce("a"), settle(), crash(3), advance(FENCE_MS), produce("b"), settle(),
+                  kafka_version=version, min_isr=2, acks="all")
+    r = run(sc)
+    assert part(r)["leader"] == 1 and sorted(part(r)["isr"]) == [1, 2]
+    assert part(r)["leader_epoch"] == (1 if bumps else 0), (
+        "§4.5 / §12 (3.6.0, KAFKA-15021): a shrink bumps the leader epoch only before 3.6")
+
+
+@pytest.mark.parametrize("version", CURRENT)
+def test_acks0_is_appended_without_a_response_and_frozen_under_min_isr(version):
+    sc = scenario(
+        produce("a"), settle(), crash(2), crash(3), advance(FENCE_MS),
+        produce("z", acks=0), advance(1_000),
+        kafka_version=version, min_isr=2, acks="all", idempotence=False, elr=no_elr(version),
+    )
+    r = run(sc)
+    assert outcome(r, 1) == ("sent", None), "contract / §2.1: acks=0 gets no response by design"
+    assert records(r, 1) == ["a", "z"], "§2.2: acks=0 skips the min-ISR check and is appended"
+    if version == "4.1":
+        assert r["visible_records"] == ["a"], "§3.2 (KIP-966 note): acks=0/1 are not visible under min ISR"
+    else:
+        assert r["visible_records"] == ["a", "z"], "before 3.7 the HW follows the one-member ISR"
+
+
+@pytest.mark.parametrize("version", CURRENT)
+def test_new_leader_starts_from_its_follower_hw_with_follower_leos_unknown(version):
+    sc = scenario(
+        produce("a", "b"), settle(), advance(1_000), crash(1), advance(FENCE_MS), settle(),
+        kafka_version=version, min_isr=2, acks="all", elr=no_elr(version),
+    )
+    r = run(sc, steps=True)
+    become = first_step(r, "leader_become")
+    assert become is not None
+    view = run(sc, steps=True, at_step=become["i"])["view"]
+    assert view["brokers"]["2"]["hw"] == 2, "§5.3: the new leader keeps the HW it had as a follower"
+    assert view["brokers"]["3"]["reported_leo"] == -1, "claim 10: follower LEOs reset to unknown"
+    assert view["brokers"]["2"]["epoch_cache"][-1] == [1, 2], "§5.3: the new epoch starts at its LEO"
+
+
+def test_changing_min_insync_replicas_clears_the_elr():
+    sc = scenario(
+        *_offline_story("4.1")[:-2], shutdown(2), advance(10_000), mark("elr"),
+        set_config("min.insync.replicas", 3), advance(1_000),
+        kafka_version="4.1", min_isr=2, unclean=False, acks="all", elr=1,
+    )
+    before = upto(sc, "elr")
+    assert sorted(part(before)["elr"]) == [1, 2]
+    r = run(sc)
+    assert part(r)["elr"] == [], "N7 / §5.5: a change to the topic's min.insync.replicas clears its ELR"
+
+
+def test_last_known_leader_is_elected_after_unclean_restarts_empty_the_elr():
+    sc = scenario(
+        produce("a"), settle(), stop_fetching(3), advance(31_000),
+        produce("b"), advance(20_000), produce("c"), settle(),
+        crash(1), advance(FENCE_MS), crash(2), advance(FENCE_MS),   # ISR [], ELR {1,2}, lastKnown [2]
+        restart(1), advance(REJOIN_MS), mark("1 back"),            # 1 dropped from the ELR
+        restart(2), advance(REJOIN_MS), mark("2 back"),            # ELR empty: last known leader 2
+        kafka_version="4.1", min_isr=2, unclean=False, acks="all", elr=1,
+    )
+    one = upto(sc, "1 back")
+    assert part(one)["leader"] == -1 and part(one)["elr"] == [2]
+    assert part(one)["last_known_elr"] == [2]
+    r = upto(sc, "2 back")
+    p = part(r)
+    assert p["leader"] == 2, "N6: ISR and ELR empty, the live last known leader is elected"
+    assert p["leader_epoch"] == 3
+    assert r["lost_acked_records"] == []
+    assert p["unclean_leader_election_enable"] is False, "N6: even though unclean election is off"
+    steps = run(sc, steps=True)
+    assert [s for s in steps["steps"] if s["kind"] == "controller_elect_last_known_leader"], (
+        "N6: the election is the last-known-leader path, flagged unclean")
+
+
+@pytest.mark.parametrize(("version", "isr_at_10s"), [("0.8", [1, 2]), ("0.10", [1, 2, 3])])
+def test_0_8_drops_a_follower_that_is_too_many_messages_behind(version, isr_at_10s):
+    """claim 2 / N2: 0.8 also drops a follower more than replica.lag.max.messages behind; from
+    0.9 only time since last caught up counts."""
+    timing_extra = {"replica.lag.max.messages": 3} if version == "0.8" else {}
+    sc = scenario(
+        advance(4_000), stop_fetching(3), produce("a", "b", "c", "d", "e", acks=1), advance(6_500),
+        kafka_version=version, acks=1,
+    )
+    if timing_extra:
+        sc["timing"] = timing_extra
+    r = run(sc)
+    assert sorted(part(r)["isr"]) == isr_at_10s
+
+
+def test_0_8_drops_a_stuck_follower_after_ten_seconds_without_a_fetch():
+    sc = scenario(produce("a", acks=-1), settle(), stop_fetching(3), produce("w", acks=-1),
+                  advance(25_000), kafka_version="0.8")
+    r = run(sc)
+    assert outcome(r, 1) == ("acked", None), "claim 2: 0.8 shrinks a follower stuck for 10 s"
+    assert sorted(part(r)["isr"]) == [1, 2]
+
+
+@pytest.mark.parametrize("version", CURRENT)
+def test_restart_inside_the_session_is_refused_then_rejoins(version):
+    sc = scenario(
+        produce("a"), settle(), crash(3), restart(3), advance(20_000), produce("b"), settle(),
+        advance(1_000),
+        kafka_version=version, min_isr=2, acks="all", elr=no_elr(version),
+    )
+    r = run(sc, steps=True)
+    crashed = first_step(r, "broker_crash")
+    registered = [s for s in steps_of(r, "controller_register_broker") if s["i"] > crashed["i"]]
+    assert registered, "the restarted broker registers a new incarnation"
+    assert registered[0]["t_ms"] - crashed["t_ms"] >= 7_000 - 2, (
+        "claim 5: re-registration is refused until the old session (9 s) has expired")
+    assert sorted(part(r)["isr"]) == [1, 2, 3], "it catches up and rejoins"
+    assert outcome(r, 1) == ("acked", None)
+
+
+@pytest.mark.parametrize("version", CURRENT)
+def test_auto_preferred_election_moves_leadership_back_within_300s(version):
+    sc = scenario(
+        produce("a"), settle(), crash(1), advance(FENCE_MS), restart(1), advance(REJOIN_MS), settle(),
+        mark("back"), advance(310_000),
+        kafka_version=version, min_isr=2, acks="all", elr=no_elr(version),
+    )
+    back = upto(sc, "back")
+    assert part(back)["leader"] == 2 and 1 in part(back)["isr"]
+    r = run(sc)
+    assert part(r)["leader"] == 1, "S3 / §5.1: auto.leader.rebalance (300 s) restores the preferred leader"
+    assert part(r)["leader_epoch"] == 2
