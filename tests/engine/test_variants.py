@@ -461,11 +461,22 @@ def test_restart_inside_the_session_is_refused_then_rejoins(version):
 def test_auto_preferred_election_moves_leadership_back_within_300s(version):
     sc = scenario(
         produce("a"), settle(), crash(1), advance(FENCE_MS), restart(1), advance(REJOIN_MS), settle(),
-        mark("back"), advance(310_000),
+        mark("back"), advance(310_000), mark("rebalanced"), produce("b"), settle(), advance(1_000),
         kafka_version=version, min_isr=2, acks="all", elr=no_elr(version),
     )
     back = upto(sc, "back")
     assert part(back)["leader"] == 2 and 1 in part(back)["isr"]
+    rebalanced = upto(sc, "rebalanced", steps=True)
+    assert part(rebalanced)["leader"] == 1, (
+        "S3 / §5.1: auto.leader.rebalance (300 s) restores the preferred leader")
+    assert part(rebalanced)["leader_epoch"] == 2
+    # Epoch 1 (leader 2) wrote no record. §6.4: a follower answered DivergingEpoch truncates
+    # (here: nothing), drops the epoch-1 cache entry with the truncation, and fetches on; it does
+    # not ask again and again.
+    diverging = steps_of(rebalanced, "leader_diverging_epoch")
+    assert len(diverging) <= 4, (
+        f"§6.4: {len(diverging)} DivergingEpoch answers after the rebalance, e.g. {diverging[-1]['text']}")
     r = run(sc)
-    assert part(r)["leader"] == 1, "S3 / §5.1: auto.leader.rebalance (300 s) restores the preferred leader"
-    assert part(r)["leader_epoch"] == 2
+    assert outcome(r, 1) == ("acked", None), "writes go on after the rebalance"
+    for b in (1, 2, 3):
+        assert records(r, b) == ["a", "b"]
