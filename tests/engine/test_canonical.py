@@ -952,3 +952,19 @@ def test_s16_kafka_0_8_accepts_acks_2_counting_isr_members():
     assert outcome(r, 2) == ("failed", "REQUEST_TIMED_OUT"), (
         "claim 1: acks=N larger than the ISR waits until the request times out")
     assert "q" in records(r, 1), "claim 1: the data stays appended on the leader"
+
+
+@pytest.mark.parametrize("version", CURRENT)
+def test_s03_parked_request_ends_not_leader_when_the_live_leader_loses_leadership(version):
+    """S3 / §2.4: had broker 1 lived and lost leadership, the parked acks=all request completes
+    with NOT_LEADER_OR_FOLLOWER (DelayedProduce treats the error as final)."""
+    sc = scenario(
+        produce("a"), settle(), stop_fetching(2), stop_fetching(3), produce("x"), advance(100),
+        shutdown(1), advance(5_000),
+        kafka_version=version, min_isr=2, acks="all", idempotence=False, retries=0, elr=no_elr(version),
+    )
+    r = run(sc)
+    assert outcome(r, 1) == ("failed", "NOT_LEADER_OR_FOLLOWER")
+    assert part(r)["leader"] == 2 and part(r)["leader_epoch"] == 1
+    assert log_rows(r, 1) == [(0, 0, "a"), (1, 0, "x")], "a stopped broker keeps its flushed log"
+    assert broker(r, 1)["flushed"] == 2, "§7: a clean shutdown flushes everything"
