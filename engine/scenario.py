@@ -264,40 +264,58 @@ class Config:
     proposals: list[str] = field(default_factory=list)
 
 
+_ACTION_TAGS = frozenset(
+    {
+        "produce",
+        "advance",
+        "settle",
+        "crash",
+        "power_loss",
+        "shutdown",
+        "restart",
+        "stop_fetching",
+        "resume_fetching",
+        "writeback",
+        "slow",
+        "isolate",
+        "heal",
+        "set",
+        "elect",
+    }
+)
+
+
+def _is_union_branch(part: str) -> bool:
+    """pydantic names the branch of a union it tried (literal[...], int, constrained-int, ...)."""
+    return part.startswith(("function-", "literal[", "constrained-", "list[", "nullable[")) or part in {
+        "int",
+        "str",
+        "bool",
+        "float",
+        "none",
+    }
+
+
 def _loc_to_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif part in _ACTION_TAGS and out.endswith("]"):
+            continue  # the discriminated union's tag is already in the action itself
+        elif _is_union_branch(part):
+            continue
         else:
-            # pydantic names the member of a discriminated union by its tag; drop it from the path
-            if part in {
-                "produce",
-                "advance",
-                "settle",
-                "crash",
-                "power_loss",
-                "shutdown",
-                "restart",
-                "stop_fetching",
-                "resume_fetching",
-                "writeback",
-                "isolate",
-                "heal",
-                "set",
-                "elect",
-            } and out.endswith("]"):
-                continue
-            if part.startswith("function-") or part in {"literal['all','min.insync.replicas']", "int"}:
-                continue
             out += ("." if out else "") + str(part)
     return out or "$"
 
 
 def _clean_message(msg: str) -> str:
-    return msg.replace("Input should be", "must be").replace(
-        "Extra inputs are not permitted", "unknown field"
-    )
+    msg = msg.replace("Input should be", "must be").replace("Extra inputs are not permitted", "unknown field")
+    if msg.startswith("Input tag "):
+        tag = msg.split("'")[1] if "'" in msg else "?"
+        return f"unknown action {tag!r}; known actions: {', '.join(sorted(_ACTION_TAGS))}"
+    return msg
 
 
 def parse(data: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
@@ -310,13 +328,15 @@ def parse(data: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
     try:
         sc = Scenario.model_validate(data)
     except ValidationError as exc:
-        seen: set[tuple[str, str]] = set()
-        problems = []
+        by_path: dict[str, list[str]] = {}
         for err in exc.errors(include_url=False):
-            item = (_loc_to_path(err["loc"]), _clean_message(err["msg"]))
-            if item not in seen:
-                seen.add(item)
-                problems.append({"path": item[0], "message": item[1]})
+            path = _loc_to_path(err["loc"])
+            msg = _clean_message(err["msg"])
+            msgs = by_path.setdefault(path, [])
+            if msg not in msgs:
+                msgs.append(msg)
+        # a union field reports one message per branch: say them as alternatives
+        problems = [{"path": path, "message": "; or ".join(msgs)} for path, msgs in by_path.items()]
         raise ScenarioError(problems[:50]) from None
     return sc
 

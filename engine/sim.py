@@ -869,7 +869,9 @@ class Sim:
         f.fetch_inflight = True
         f.fetch_gen += 1
         gen = f.fetch_gen
-        last_epoch = f.log[-1][0] if (f.log and self.prof.leader_epochs) else None
+        # AFT 487-503: lastFetchedEpoch is the epoch cache's latest epoch, which includes an epoch
+        # this broker led without writing (S6 step 5: B2 fetches with epoch 1)
+        last_epoch = f.cache[-1][0] if (f.cache and f.log and self.prof.leader_epochs) else None
         self.send(
             fid,
             leader,
@@ -1091,6 +1093,9 @@ class Sim:
                 target = min(target, f.leo)
             else:
                 target = min(end, f.leo)
+        # LEFC.truncateFromEnd: epochs starting at or after the truncation point go, even when no
+        # record does; otherwise the follower would ask about the same epoch forever
+        f.cache = [c for c in f.cache if c[1] < target]
         if target < f.leo:
             below_hw = " (below its own HW)" if target < f.hw else ""
             self._truncate(
@@ -1652,6 +1657,7 @@ class Sim:
     def crash(self, bid: int, lose_unflushed: bool, power: bool = False) -> None:
         br = self.brokers[bid]
         if not br.alive:
+            self._ignored(bid, f"B{bid} is not running, so there is nothing to crash")
             return
         br.status = "crashed"
         br.inc += 1
@@ -1694,9 +1700,13 @@ class Sim:
         for bid in ids:
             self.crash(bid, True, power=True)
 
+    def _ignored(self, bid: int, why: str) -> None:
+        self.step("operator_ignored", "operator", why + "; the action changes nothing", broker=bid)
+
     def shutdown(self, bid: int) -> None:
         br = self.brokers[bid]
         if not br.alive:
+            self._ignored(bid, f"B{bid} is not running, so it cannot shut down")
             return
         self.step("broker_shutdown", "operator", f"B{bid} begins a controlled shutdown", broker=bid)
         self.send(
@@ -1743,6 +1753,11 @@ class Sim:
     def restart(self, bid: int) -> None:
         br = self.brokers[bid]
         if br.alive:
+            self._ignored(
+                bid,
+                f"B{bid} is still running (a controlled shutdown takes a round trip to the "
+                "controller), so it cannot restart yet",
+            )
             return
         br.status = "running"
         br.inc += 1

@@ -274,6 +274,9 @@ STEP_KINDS: dict[str, StepKind] = {
     "broker_slow": StepKind(
         "operator", "(slow follower)", "", "", "a follower's fetches start or stop taking extra time"
     ),
+    "operator_ignored": StepKind(
+        "operator", "(no effect)", "", "", "an operator action that cannot apply in the current state"
+    ),
     "broker_resume_fetching": StepKind("operator", "(fetcher resumes)", "", "", "the follower fetches again"),
     "network_isolate": StepKind(
         "operator", "(network partition)", "", "", "the network between two parties is cut"
