@@ -1,0 +1,3 @@
+from pipeline.main import main
+
+raise SystemExit(main())
