@@ -53,6 +53,7 @@ class Profile:
     periodic_unclean_check: bool  # unclean.leader.election.interval.ms task (3.9 deferred, 4.0 periodic)
     last_known_leader_must_be_alive: bool  # KAFKA-19522 (2025)
     session_guards_reregistration: bool  # KRaft refuses a new incarnation while the old session lives
+    kip279: bool = True  # 2.0: the leader answers the largest epoch <= the one asked, the follower iterates
 
 
 PROFILES: dict[str, Profile] = {
@@ -109,6 +110,35 @@ PROFILES: dict[str, Profile] = {
         periodic_unclean_check=False,
         last_known_leader_must_be_alive=True,
         session_guards_reregistration=False,
+    ),
+    "1.1": Profile(
+        version="1.1",
+        label="Kafka 1.1 (historic)",
+        description="History, not today's Kafka: leader epochs exist (KIP-101, 0.11) but a leader that does "
+        "not know the follower's epoch answers with the start of its next epoch (fixed by KIP-279 in 2.0); "
+        "no AlterPartition, no high-watermark freeze, unclean election off by default.",
+        acks_default="1",
+        idempotence_available=True,
+        idempotence_default=False,
+        retries_default=0,
+        unclean_default=False,
+        lag_time_default_ms=10_000,
+        accepts_acks_above_one=False,
+        effective_min_isr_cap=False,
+        hw_freeze_under_min_isr=False,
+        leader_epochs=True,
+        isr_by_caught_up_time=True,
+        isr_check_half_lag=True,
+        caught_up_counts_for_hw=True,
+        fenced_not_eligible=False,
+        alter_partition=False,
+        epoch_bump_on_controller_shrink=True,
+        recovering_state=False,
+        elr_available=False,
+        periodic_unclean_check=False,
+        last_known_leader_must_be_alive=True,
+        session_guards_reregistration=False,
+        kip279=False,
     ),
     "3.6": Profile(
         version="3.6",

@@ -211,7 +211,7 @@ Action = Annotated[
 class Scenario(_Strict):
     version: Literal[1] = 1
     seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
-    kafka_version: Literal["0.8", "0.10", "3.6", "4.1"] = "4.1"
+    kafka_version: Literal["0.8", "0.10", "1.1", "3.6", "4.1"] = "4.1"
     brokers: list[BrokerSpec] | None = None
     topic: TopicSpec = Field(default_factory=TopicSpec)
     controller: ControllerSpec = Field(default_factory=ControllerSpec)

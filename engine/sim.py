@@ -1076,14 +1076,17 @@ class Sim:
                 higher = (e, s)
         if higher is None:
             return UNKNOWN, UNKNOWN
-        if floor is None:
+        if floor is None or not self.prof.kip279:
+            # before KIP-279 an unknown epoch was answered with the start of the next one
             return requested, higher[1]
         return floor[0], higher[1]
 
     def _truncate_on_divergence(self, f: Broker, e: int, end: int) -> None:
         """AbstractFetcherThread truncation (AFT 583-633), including KIP-279's multi-round search."""
         epochs = [c[0] for c in f.cache]
-        if e in epochs:
+        if not self.prof.kip279:
+            target = min(end, f.leo)  # 0.11-1.1: one round, no check of the follower's own epoch end
+        elif e in epochs:
             own_end = self._end_offset_for(f, e)[1]
             target = min(end, own_end, f.leo)
         else:

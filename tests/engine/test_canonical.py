@@ -662,15 +662,14 @@ def test_s10_kip279_fast_double_failover_truncates_c_everywhere(version):
     assert r["lost_acked_records"] == ["c"], "S10.5: c (acks=1 on 2) is the only acked loss"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "S10.4 pre-KIP-279 (Kafka 0.11-1.1: epochs but the leader answers 'start of the next epoch'): "
-    "the contract's profiles jump from 0.10 (no epochs) to 3.6, so the historic divergence "
-    "cannot be expressed"))
 def test_s10_pre_kip279_leaves_divergent_replicas():
+    """S10.4 historic: in 0.11-1.1 the leader answered an unknown epoch with the start of its next
+    epoch (2), so broker 2 kept c at offset 1 while broker 3 has b there: the replicas diverge."""
     sc = _s10("4.1")
     sc["kafka_version"] = "1.1"
     r = run(sc)
-    assert records(r, 2)[1] == "c" and records(r, 3)[1] == "b"
+    assert records(r, 2)[1] == "c" and records(r, 3)[1] == "b", "S10.4 pre-KIP-279: permanent divergence"
+    assert "c" not in truncated(r, 2), "S10.4 pre-KIP-279: c is never truncated"
 
 
 # ============================================================================ S11
