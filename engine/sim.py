@@ -39,6 +39,7 @@ NO_LEADER = -1
 NEVER = -(10**12)  # a time long before the scenario starts
 REPLICA_SOCKET_TIMEOUT_MS = 30_000  # replica.socket.timeout.ms: a lost fetch is noticed after this
 UNKNOWN = -1
+MLOG_IN_SNAPSHOT = 40  # newest metadata records carried in a snapshot (the log itself is unbounded)
 
 RETRIABLE = frozenset(
     {
@@ -147,7 +148,7 @@ class Broker:
 
 
 class Registration:
-    __slots__ = ("registered", "fenced", "shutting", "inc", "last_hb", "hb_count")
+    __slots__ = ("registered", "fenced", "shutting", "inc", "last_hb", "hb_count", "epoch")
 
     def __init__(self) -> None:
         self.registered = True
@@ -156,6 +157,7 @@ class Registration:
         self.inc = 0
         self.last_hb = 0
         self.hb_count = 0
+        self.epoch = 0  # broker epoch: the metadata-log offset of its RegisterBrokerRecord
 
 
 class Controller:
@@ -271,6 +273,10 @@ class Sim:
             False  # an unclean election or lost page cache happened (logs may legitimately differ)
         )
         self.hw_seen: dict[int, tuple[int, int]] = {}
+        # the controller's metadata log (__cluster_metadata); ZooKeeper-era profiles have none
+        self.mlog: list[dict[str, Any]] = []
+        self.kraft = self.prof.session_guards_reregistration or self.prof.alter_partition
+        self._mlog_leader_epoch = 0
 
     # ---------------------------------------------------------------------------------------
     # event loop
@@ -417,11 +423,47 @@ class Sim:
         return st.leo >= leader.leo or self.now - st.last_caught_up <= self.cfg.lag_time_ms
 
     # ---------------------------------------------------------------------------------------
+    # the metadata log (kafka-eos-kraft.md §D.3)
+
+    def mrec(self, rtype: str, **fields: Any) -> int:
+        """Append a metadata record; returns its offset. Field names follow Kafka's record schemas."""
+        if not self.kraft:
+            return -1
+        offset = len(self.mlog)
+        self.mlog.append({"offset": offset, "t_ms": self.now, "type": rtype, **fields})
+        return offset
+
+    def _bootstrap_metadata(self) -> None:
+        self.mrec("FeatureLevelRecord", name="metadata.version", featureLevel=self.prof.version)
+        for bid, b in self.brokers.items():
+            off = self.mrec(
+                "RegisterBrokerRecord", brokerId=bid, brokerEpoch=len(self.mlog), rack=b.rack, fenced=True
+            )
+            self.ctl.reg[bid].epoch = off
+        for bid in self.brokers:
+            self.mrec(
+                "BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=self.ctl.reg[bid].epoch, fenced=-1
+            )
+        c = self.ctl
+        self.mrec("TopicRecord", name="topic")
+        self.mrec(
+            "PartitionRecord",
+            partitionId=0,
+            replicas=list(self.replicas),
+            isr=list(c.isr),
+            leader=c.leader,
+            leaderEpoch=0,
+            partitionEpoch=0,
+            leaderRecoveryState="RECOVERED",
+        )
+
+    # ---------------------------------------------------------------------------------------
     # start-up
 
     def start(self) -> None:
         cfg = self.cfg
         c = self.ctl
+        self._bootstrap_metadata()
         for bid, b in self.brokers.items():
             b.leader_epoch = 0
             b.partition_epoch = 0
@@ -1394,6 +1436,20 @@ class Sim:
         ):
             c.leader_epoch += 1  # before 3.6 a controller-driven shrink bumped the leader epoch
         c.partition_epoch += 1
+        rec: dict[str, Any] = {"partitionId": 0}
+        if new_isr != old_isr:
+            rec["isr"] = list(new_isr)
+        if leader_changed or c.leader_epoch != self._mlog_leader_epoch:
+            rec["leader"] = leader  # setting the leader field is what bumps the leader epoch on replay
+        if new_elr != old_elr:
+            rec["eligibleLeaderReplicas"] = list(new_elr)
+        if new_lke != old_lke:
+            rec["lastKnownElr"] = list(new_lke)
+        if new_recovery != c.recovery:
+            rec["leaderRecoveryState"] = new_recovery
+        rec["replayed"] = {"leaderEpoch": c.leader_epoch, "partitionEpoch": c.partition_epoch}
+        self.mrec("PartitionChangeRecord", **rec)
+        self._mlog_leader_epoch = c.leader_epoch
         c.leader, c.isr, c.elr, c.lke, c.recovery = leader, new_isr, new_elr, new_lke, new_recovery
         if new_elr != old_elr:
             self.step(
@@ -1455,6 +1511,7 @@ class Sim:
         self.at(self.now + self.cfg.session_timeout_ms + 1, self._ctl_session_check, bid, r.hb_count)
         if r.fenced and r.registered and not r.shutting:
             r.fenced = False
+            self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=-1)
             self.step("controller_unfence_broker", "controller", f"The controller unfences B{bid}")
             self._ctl_broker_available(bid)
         if self.brokers[bid].partition_epoch < self.ctl.partition_epoch and bid in self.replicas:
@@ -1481,6 +1538,7 @@ class Sim:
         c = self.ctl
         if bid in c.isr and bid in self.replicas:
             self._ctl_change([x for x in c.isr if x != bid], why="fence", exclude={bid})
+        self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=1)
 
     def _ctl_register(self, bid: int, inc: int, clean: bool) -> None:
         c = self.ctl
@@ -1492,6 +1550,14 @@ class Sim:
             return  # CCM 363-372: DUPLICATE_BROKER_REGISTRATION while the old session lives; it retries
         r.registered = True
         r.inc = inc
+        r.epoch = max(r.epoch + 1, len(self.mlog))
+        self.mrec(
+            "RegisterBrokerRecord",
+            brokerId=bid,
+            brokerEpoch=r.epoch,
+            rack=self.brokers[bid].rack,
+            fenced=True,
+        )
         was_fenced = r.fenced
         r.fenced = guarded or was_fenced  # KRaft: a new registration starts fenced until it heartbeats
         r.shutting = False
@@ -1726,6 +1792,7 @@ class Sim:
         c = self.ctl
         r = c.reg[bid]
         r.shutting = True
+        self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, inControlledShutdown=1)
         if bid in c.isr:
             self._ctl_change([x for x in c.isr if x != bid], why="shutdown", exclude={bid})
         self.send("controller", bid, self._finish_shutdown, (bid, self.brokers[bid].inc))
@@ -1746,6 +1813,7 @@ class Sim:
         br.parked_fetch = {}
         r = self.ctl.reg[bid]
         r.fenced = True
+        self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=1)
         self.step(
             "broker_shutdown",
             "operator",
@@ -1829,6 +1897,7 @@ class Sim:
     def set_config(self, key: str, value: Any) -> None:
         c = self.ctl
         self.step("config_set", "operator", f"An operator sets {key}={str(value).lower()}")
+        self.mrec("ConfigRecord", resourceType="TOPIC", resourceName="topic", name=key, value=value)
         if key == "unclean.leader.election.enable":
             c.unclean = bool(value)
             # KRaft does not elect at once on this change (TC 166-170); the periodic check or an
@@ -1983,7 +2052,22 @@ class Sim:
             for b in self.batches
             if b.outcome is None
         ]
-        return {"t_ms": self.now, "partition": part, "brokers": brokers, "producer": {"in_flight": in_flight}}
+        controller = {
+            "kraft": self.kraft,
+            "metadata_log_end": len(self.mlog),
+            "metadata_log": self.mlog[-MLOG_IN_SNAPSHOT:],
+            "brokers": {
+                str(bid): {"fenced": r.fenced, "in_controlled_shutdown": r.shutting, "broker_epoch": r.epoch}
+                for bid, r in sorted(c.reg.items())
+            },
+        }
+        return {
+            "t_ms": self.now,
+            "partition": part,
+            "brokers": brokers,
+            "producer": {"in_flight": in_flight},
+            "controller": controller,
+        }
 
     # ---------------------------------------------------------------------------------------
     # invariants (checked after every step when asked; see tests)
