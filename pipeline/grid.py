@@ -76,7 +76,7 @@ def shipped() -> list[dict]:
         _latency((2, 3, 4, 5), (1, 2), (10000, 30000), STRAGGLERS_SHIPPED, (100, 1000, 5000), 2048, 128)
     )
     pts += list(
-        _loss((1, 2, 3, 4, 5), (1, 2), (0.01, 0.04, 0.10), (24, 168), DOMAINS_SHIPPED, (False, True), 40000)
+        _loss((1, 2, 3, 4, 5), (1, 2), (0.01, 0.04, 0.10), (24, 168), DOMAINS_SHIPPED, (False, True), 30000)
     )
     return pts
 
