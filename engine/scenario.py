@@ -26,6 +26,7 @@ MAX_RECORDS_PER_PRODUCE = 1_000
 MAX_RECORD_CHARS = 64
 MAX_BROKERS = 9
 MAX_BROKER_ID = 1_000
+MAX_PARTITIONS = 12
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ class TopicSpec(_Strict):
     replication_factor: Annotated[int, Field(ge=1, le=MAX_BROKERS)] | None = Field(
         None, alias="replication.factor"
     )
-    partitions: Annotated[int, Field(ge=1, le=1)] = 1
+    partitions: Annotated[int, Field(ge=1, le=MAX_PARTITIONS)] = 1
     min_insync_replicas: Annotated[int, Field(ge=1, le=MAX_BROKERS + 1)] | None = Field(
         None, alias="min.insync.replicas"
     )
@@ -145,7 +146,7 @@ class Produce(_Strict):
     count: Annotated[int, Field(ge=1)] | None = None
     acks: Literal["all", "min.insync.replicas"] | Annotated[int, Field(ge=-32768, le=32767)] | None = None
     key: Annotated[str, Field(max_length=MAX_RECORD_CHARS)] | None = None
-    partition: Annotated[int, Field(ge=0, le=0)] | None = None
+    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)] | None = None
     produce_version: Annotated[int, Field(ge=0, le=11)] | None = None
 
 
@@ -262,6 +263,7 @@ class Config:
     rebalance_interval_ms: int
     actions: list[Any]
     proposals: list[str] = field(default_factory=list)
+    assignments: list[list[int]] = field(default_factory=list)  # replicas of every partition
 
 
 _ACTION_TAGS = frozenset(
@@ -382,6 +384,13 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         and len(t.replicas) != t.replication_factor
     ):
         bad("topic.replication.factor", "replication.factor must equal the length of topic.replicas")
+    rf_for_layout = 0
+    if t.replicas is not None and t.partitions > 1:
+        bad(
+            "topic.replicas",
+            "with several partitions give topic.replication.factor and let the striped "
+            "placer assign every partition",
+        )
     if t.replicas is not None:
         replicas = list(t.replicas)
         if not replicas:
@@ -401,6 +410,8 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             replicas = ids
         else:
             replicas = striped_placement(brokers, rf)
+            rf_for_layout = rf
+    assignments = [replicas] + [striped_placement(brokers, rf_for_layout, p) for p in range(1, t.partitions)]
 
     min_isr = t.min_insync_replicas if t.min_insync_replicas is not None else 1
     unclean = t.unclean_leader_election_enable
@@ -471,6 +482,8 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             if (a.records is None) == (a.count is None):
                 bad(path, "give either records or count")
                 continue
+            if a.partition is not None and a.partition >= t.partitions:
+                bad(f"{path}.partition", f"the topic has {t.partitions} partition(s), numbered from 0")
             n = len(a.records) if a.records is not None else a.count
             if n > limits.max_records_per_produce:
                 bad(
@@ -570,34 +583,34 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         rebalance_interval_ms=(tm.leader_imbalance_check_interval_seconds or 300) * 1_000,
         actions=actions,
         proposals=proposals,
+        assignments=assignments,
     )
 
 
-def striped_placement(
-    brokers: list[tuple[int, str | None]], rf: int, partition: int = 0, start: int = 0
-) -> list[int]:
-    """StripedReplicaPlacer, simplified for a fixed start: racks round-robin, then brokers within a
-    rack round-robin, shifted by one per partition (SRP 34-117). Without racks every broker is its
-    own rack, so the layout is the plain stripe 1,2,3 / 2,3,1 / ..."""
-    racks: dict[str, list[int]] = {}
-    for b, rack in sorted(brokers):
-        racks.setdefault(rack if rack is not None else f"__{b}", []).append(b)
-    rack_names = sorted(racks)
+def striped_placement(brokers: list[tuple[int, str | None]], rf: int, partition: int = 0) -> list[int]:
+    """StripedReplicaPlacer (SRP 34-117) with a fixed start instead of a random one, so a scene's
+    layout is the same on every load. Racks are visited round-robin, the starting rack shifts by one
+    per partition, and inside a rack the broker index shifts by one per partition: with racks A, B, C
+    of three brokers each that gives A0,B0,C0 / B1,C1,A1 / C2,A2,B2. Without racks every broker is
+    its own rack, so the stripe is 1,2,3 / 2,3,1 / ... . A lone broker in its own rack gets a
+    replica of nearly every partition, which is why Kafka calls unequal racks a user error."""
+    if all(rack is None for _, rack in brokers):
+        groups = [[b] for b, _ in sorted(brokers)]
+    else:
+        by_rack: dict[str, list[int]] = {}
+        for b, rack in sorted(brokers):
+            by_rack.setdefault(rack or "", []).append(b)
+        groups = [by_rack[name] for name in sorted(by_rack)]
     out: list[int] = []
-    r0 = (start + partition) % len(rack_names)
-    round_ = 0
-    while len(out) < rf:
-        for k in range(len(rack_names)):
-            members = racks[rack_names[(r0 + k) % len(rack_names)]]
-            idx = (partition // len(rack_names) + round_) % len(members) if round_ < len(members) else None
-            if idx is None:
+    first = partition % len(groups)
+    for round_ in range(max(len(g) for g in groups)):
+        for k in range(len(groups)):
+            members = groups[(first + k) % len(groups)]
+            if round_ >= len(members):
                 continue
-            b = members[idx]
+            b = members[(partition + round_) % len(members)]
             if b not in out:
                 out.append(b)
             if len(out) == rf:
-                break
-        round_ += 1
-        if round_ > len(brokers):
-            break
+                return out
     return out

@@ -27,6 +27,7 @@ Transitions are named actor + verb (`leader_append`, `follower_fetch`,
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import random
 from typing import Any
@@ -2171,7 +2172,147 @@ class Sim:
         return out
 
 
+# Steps about a broker or the operator, which every partition's simulation emits identically; with
+# several partitions they are kept once (from partition 0). Steps that carry records are per partition.
+BROKER_LEVEL_KINDS = frozenset(
+    {
+        "broker_crash",
+        "broker_power_loss",
+        "broker_shutdown",
+        "broker_restart",
+        "broker_stop_fetching",
+        "broker_resume_fetching",
+        "broker_slow",
+        "network_isolate",
+        "network_heal",
+        "config_set",
+        "operator_ignored",
+        "controller_fence_broker",
+        "controller_unfence_broker",
+        "controller_register_broker",
+        "broker_flush",
+    }
+)
+
+
 def run(
+    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+) -> dict[str, Any]:
+    if len(cfg.assignments) <= 1:
+        return _run_one(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+    return _run_partitions(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+
+
+def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
+    """One configuration per partition: every fault goes to all, each produce to its own partition.
+
+    Partitions of one topic replicate independently; what they share is the brokers, which every
+    partition's simulation sees fail at the same instants, and the heartbeat phases, which come
+    from the same seed, so fencing happens at the same time everywhere.
+    """
+    n = len(cfg.assignments)
+    per: list[list[Any]] = [[] for _ in range(n)]
+    index: list[list[int]] = [[] for _ in range(n)]
+    produced = 0
+    k = 0
+    for a in cfg.actions:
+        if a.do == "produce":
+            if a.records is None:
+                a = a.model_copy(
+                    update={"records": [f"m{produced + i}" for i in range(a.count)], "count": None}
+                )
+            produced += len(a.records)
+            p = a.partition or 0
+            per[p].append(a)
+            index[p].append(k)
+            k += 1
+        else:
+            for lst in per:
+                lst.append(a)
+    return [
+        (dataclasses.replace(cfg, replicas=list(asg), actions=per[p], assignments=[list(asg)]), index[p])
+        for p, asg in enumerate(cfg.assignments)
+    ]
+
+
+def _run_partitions(
+    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+) -> dict[str, Any]:
+    parts = _split(cfg)
+    record = steps or at_step is not None
+    results = [
+        _run_one(c, limits, steps=record, at_step=None, check_invariants=check_invariants) for c, _ in parts
+    ]
+    merged: list[tuple[int, int, int, dict[str, Any]]] = []
+    for p, r in enumerate(results):
+        for st in r.get("steps", []):
+            shared = st["kind"] in BROKER_LEVEL_KINDS and "records" not in st
+            if shared and p > 0:
+                continue
+            entry = dict(st)
+            entry["partition"] = None if shared else p
+            if not shared:
+                entry["text"] = f"P{p}: {st['text']}"
+            merged.append((st["t_ms"], p, st["i"], entry))
+    merged.sort(key=lambda x: x[:3])
+    if len(merged) > limits.max_steps:
+        raise problem("actions", f"the scenario produced more than {limits.max_steps} steps; shorten it")
+    step_list = []
+    for i, (_t, _p, _li, entry) in enumerate(merged, start=1):
+        entry["i"] = i
+        step_list.append(entry)
+    views: list[dict[str, Any] | None] = [None] * len(parts)
+    if at_step is not None:
+        if at_step >= len(step_list):
+            views = [r["final"] for r in results]
+        else:
+            # with several partitions a view shows every partition at the end of that step's millisecond
+            t_k = step_list[at_step - 1]["t_ms"] if at_step > 0 else -1
+            for p, (c, _) in enumerate(parts):
+                count = sum(1 for st in results[p]["steps"] if st["t_ms"] <= t_k)
+                views[p] = _run_one(c, limits, steps=False, at_step=count, check_invariants=False)["view"]
+    produce: list[dict[str, Any]] = [{} for _ in range(sum(len(ix) for _, ix in parts))]
+    for p, ((_c, ix), r) in enumerate(zip(parts, results, strict=True)):
+        for local, global_index in enumerate(ix):
+            produce[global_index] = {**r["produce"][local], "partition": p}
+    acked = [rec for pr in produce if pr.get("outcome") == "acked" for rec in pr["records"]]
+    first = results[0]
+    out: dict[str, Any] = {
+        "version": 1,
+        "final": first["final"],
+        "produce": produce,
+        "acked_records": acked,
+        "lost_acked_records": [x for r in results for x in r["lost_acked_records"]],
+        "visible_records": [x for r in results for x in r["visible_records"]],
+        "duplicate_records": [x for r in results for x in r["duplicate_records"]],
+        "step_count": len(step_list),
+        "profile": first["profile"],
+        "proposals": first["proposals"],
+        "seed": first["seed"],
+        "partitions": [
+            {
+                "partition": p,
+                "replicas": c.replicas,
+                "final": r["final"],
+                "view": views[p],
+                "acked_records": r["acked_records"],
+                "lost_acked_records": r["lost_acked_records"],
+                "visible_records": r["visible_records"],
+                "duplicate_records": r["duplicate_records"],
+            }
+            for p, ((c, _), r) in enumerate(zip(parts, results, strict=True))
+        ],
+    }
+    if steps:
+        out["steps"] = step_list
+    if at_step is not None:
+        out["view"] = views[0]
+    if check_invariants:
+        out["violations"] = [f"partition {p}: {v}" for p, r in enumerate(results) for v in r["violations"]]
+    return out
+
+
+def _run_one(
     cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
 ) -> dict[str, Any]:
     sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants)
