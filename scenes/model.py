@@ -148,6 +148,19 @@ class Predict(_Strict):
         return self
 
 
+class Compare(_Strict):
+    """A second run of the same beat shown beside Kafka's, e.g. a majority quorum (scene 04).
+
+    `patch` is deep-merged into the beat's scenario (same seed, same actions), so the only
+    difference is the rule being contrasted. `label` must say plainly when the rule is not Kafka's.
+    """
+
+    title: str
+    label: str  # e.g. "Not Kafka: commit on a majority (the KIP-250 proposal)"
+    patch: dict[str, Any]
+    narration: str = ""
+
+
 class Beat(_Strict):
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     title: str
@@ -156,6 +169,9 @@ class Beat(_Strict):
     actions: list[dict[str, Any]]
     focus_step_kinds: list[str]
     predict: Predict
+    compare: Compare | None = None
+    # label shown over the diagram when the beat replays history or a proposal, not today's Kafka
+    label: str | None = None
 
     @property
     def paragraphs(self) -> list[str]:
@@ -224,6 +240,11 @@ class Scene(_Strict):
     qa: list[QA]
     challenge: Challenge
     base_scenario: dict[str, Any]
+    # extra state panels the page shows for this scene, drawn from the engine result:
+    # "metadata_log" (final.controller.metadata_log), "epoch_cache" (each replica's leader-epoch
+    # cache and the first offset where replicas disagree), "partitions" (result.partitions: one row
+    # per partition with its replicas by rack), "page_cache" (flushed vs page-cache-only records)
+    panels: list[Literal["metadata_log", "epoch_cache", "partitions", "page_cache"]] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scene:
@@ -273,6 +294,15 @@ class Scene(_Strict):
             values[key] = self.knob(key).parse(value)
         return values
 
+    def compare_scenario_for(self, beat: Beat | str, overrides: dict[str, KnobValue] | None = None,
+                             actions: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+        """The beat's comparison scenario (its patch deep-merged into the beat's scenario), or None."""
+        if isinstance(beat, str):
+            beat = self.beat(beat)
+        if beat.compare is None:
+            return None
+        return _deep_merge(self.scenario_for(beat, overrides, actions), beat.compare.patch)
+
     def scenario_for(self, beat: Beat | str | None = None,
                      overrides: dict[str, KnobValue] | None = None,
                      actions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -298,3 +328,13 @@ class Scene(_Strict):
         else:
             scenario["actions"] = copy.deepcopy(beat.actions) if beat is not None else []
         return scenario
+
+
+def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
