@@ -148,6 +148,9 @@ class Predict(_Strict):
         return self
 
 
+Panel = Literal["metadata_log", "epoch_cache", "partitions", "page_cache"]
+
+
 class Compare(_Strict):
     """A second run of the same beat shown beside Kafka's, e.g. a majority quorum (scene 04).
 
@@ -244,7 +247,7 @@ class Scene(_Strict):
     # "metadata_log" (final.controller.metadata_log), "epoch_cache" (each replica's leader-epoch
     # cache and the first offset where replicas disagree), "partitions" (result.partitions: one row
     # per partition with its replicas by rack), "page_cache" (flushed vs page-cache-only records)
-    panels: list[Literal["metadata_log", "epoch_cache", "partitions", "page_cache"]] = Field(default_factory=list)
+    panels: list[Panel] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Scene:
