@@ -28,6 +28,8 @@
     if (on) { tick(); }
   }
   function tick() {
+    // htmx fires afterSettle once per swapped panel: restart the one timer, never stack them.
+    if (timer) { clearTimeout(timer); timer = null; }
     var forward = document.getElementById("step-forward");
     if (!forward || forward.tagName !== "A") { setPlaying(false); return; }
     timer = setTimeout(function () {
@@ -41,6 +43,27 @@
     document.querySelectorAll("[data-autoscroll]").forEach(function (list) {
       list.scrollTop = list.scrollHeight;
     });
+  });
+
+  // -- keep keyboard focus across panel swaps ------------------------------------------------
+  // htmx restores focus by id after most swaps, but not reliably after out-of-band swaps with
+  // hx-swap="none"; remember the focused control's id when a response arrives and put focus
+  // back if the swap left it on <body>.
+  var focusedId = null;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var active = document.activeElement;
+    var elt = event.detail && event.detail.elt;
+    if (active && active !== document.body && active.id) { focusedId = active.id; }
+    else if (elt && elt.id && elt.matches(":focus-visible, a, input, select, button")) { focusedId = elt.id; }
+    else { focusedId = null; }
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!focusedId) { return; }
+    var active = document.activeElement;
+    if (!active || active === document.body) {
+      var again = document.getElementById(focusedId);
+      if (again) { again.focus({ preventScroll: true }); }
+    }
   });
 
   // -- clipboard ------------------------------------------------------------------------------
