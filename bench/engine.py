@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from engine import _gc_paused as engine_gc_paused  # noqa: E402
 from engine import scenario as sc_mod  # noqa: E402
 from engine import sim  # noqa: E402
 
@@ -31,23 +32,29 @@ def bench_produces(n: int) -> None:
         actions.append({"do": "produce", "records": [f"r{i}"]})
         actions.append({"do": "settle"})
     limits = sc_mod.Limits(max_actions=2 * n + 10, max_sim_ms=10**12, max_steps=10**9, max_events=10**9)
-    scenario = sc_mod.parse({"topic": {"min.insync.replicas": 2}, "producer": {"acks": "all"},
-                             "actions": actions}, limits)
+    scenario = sc_mod.parse(
+        {"topic": {"min.insync.replicas": 2}, "producer": {"acks": "all"}, "actions": actions}, limits
+    )
     cfg = sc_mod.resolve(scenario, limits)
     s = sim.Sim(cfg, limits, record=False, at_step=None, check_invariants=False)
     t0 = time.perf_counter()
-    s.start()
-    for a in cfg.actions:
-        if a.do == "produce":
-            s.produce(a, len(s.batches))
-        else:
-            s.run_until(s.now + a.max_ms, stop=s.settled)
+    with engine_gc_paused():  # as engine.simulate does
+        s.start()
+        for a in cfg.actions:
+            if a.do == "produce":
+                s.produce(a, len(s.batches))
+            else:
+                s.run_until(s.now + a.max_ms, stop=s.settled)
     wall = time.perf_counter() - t0
     acked = sum(1 for b in s.batches if b.outcome == "acked")
-    print(f"(a) {n} acks=all produces with settle on RF=3: {s.events} engine events, {s.nsteps} steps, "
-          f"{acked} acked")
-    print(f"    wall {wall:.3f} s; {s.events / wall:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}); "
-          f"{n / wall:,.0f} produces/s")
+    print(
+        f"(a) {n} acks=all produces with settle on RF=3: {s.events} engine events, {s.nsteps} steps, "
+        f"{acked} acked"
+    )
+    print(
+        f"    wall {wall:.3f} s; {s.events / wall:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}); "
+        f"{n / wall:,.0f} produces/s"
+    )
 
 
 def scene_like_scenario(target_steps: int) -> dict:
@@ -55,13 +62,24 @@ def scene_like_scenario(target_steps: int) -> dict:
     actions: list[dict] = []
     i = 0
     while True:
-        actions += [{"do": "produce", "records": [f"a{i}", f"b{i}"]}, {"do": "settle"},
-                    {"do": "crash", "broker": 3}, {"do": "advance", "ms": 10_000},
-                    {"do": "produce", "records": [f"c{i}"]}, {"do": "settle"},
-                    {"do": "restart", "broker": 3}, {"do": "advance", "ms": 12_000}, {"do": "settle"},
-                    {"do": "crash", "broker": 1}, {"do": "advance", "ms": 10_000},
-                    {"do": "produce", "records": [f"d{i}"]}, {"do": "settle"},
-                    {"do": "restart", "broker": 1}, {"do": "advance", "ms": 12_000}, {"do": "settle"}]
+        actions += [
+            {"do": "produce", "records": [f"a{i}", f"b{i}"]},
+            {"do": "settle"},
+            {"do": "crash", "broker": 3},
+            {"do": "advance", "ms": 10_000},
+            {"do": "produce", "records": [f"c{i}"]},
+            {"do": "settle"},
+            {"do": "restart", "broker": 3},
+            {"do": "advance", "ms": 12_000},
+            {"do": "settle"},
+            {"do": "crash", "broker": 1},
+            {"do": "advance", "ms": 10_000},
+            {"do": "produce", "records": [f"d{i}"]},
+            {"do": "settle"},
+            {"do": "restart", "broker": 1},
+            {"do": "advance", "ms": 12_000},
+            {"do": "settle"},
+        ]
         i += 1
         sc = {"topic": {"min.insync.replicas": 2}, "actions": actions}
         r = sim_run(sc, steps=False)
@@ -71,11 +89,13 @@ def scene_like_scenario(target_steps: int) -> dict:
 
 def sim_run(sc: dict, **kw):
     from engine import simulate
+
     return simulate(sc, **kw)
 
 
 def bench_replay(repeats: int) -> None:
     from engine import simulate
+
     sc = scene_like_scenario(500)
     total = simulate(sc)["step_count"]
     times = []
@@ -85,9 +105,11 @@ def bench_replay(repeats: int) -> None:
         times.append((time.perf_counter() - t0) * 1000)
     times.sort()
     p99 = times[min(len(times) - 1, int(len(times) * 0.99))]
-    print(f"(b) replay a {total}-step scene scenario ({len(sc['actions'])} actions) to its last step with steps "
-          f"and view: median {statistics.median(times):.2f} ms, p99 {p99:.2f} ms over {repeats} runs "
-          f"(target <= {TARGET_REPLAY_MS:.0f} ms); {len(r['steps'])} steps returned")
+    print(
+        f"(b) replay a {total}-step scene scenario ({len(sc['actions'])} actions) to its last step "
+        f"with steps and view: median {statistics.median(times):.2f} ms, p99 {p99:.2f} ms"
+        f" over {repeats} runs (target <= {TARGET_REPLAY_MS:.0f} ms); {len(r['steps'])} steps returned"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

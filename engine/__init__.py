@@ -12,6 +12,10 @@ See docs/engine-api.md for what the result holds beyond the contract.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from . import sim as _sim
@@ -20,6 +24,35 @@ from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, p
 from .steps import STEP_KINDS
 
 __all__ = ["simulate", "validate", "Scenario", "ScenarioError", "Limits", "LIMITS", "PROFILES", "STEP_KINDS"]
+
+
+_gc_lock = threading.Lock()
+_gc_pausers = 0
+_gc_was_enabled = True
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a simulation runs.
+
+    A run allocates many small objects that live until it ends (log entries, events); with the
+    collector on, each full collection walks all of them again, which doubled the engine's run
+    time in bench/engine.py. Memory is bounded by the scenario caps, and the last concurrent run
+    to finish restores the collector (the web app runs simulations on several threads).
+    """
+    global _gc_pausers, _gc_was_enabled
+    with _gc_lock:
+        if _gc_pausers == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_pausers += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_pausers -= 1
+            if _gc_pausers == 0 and _gc_was_enabled:
+                gc.enable()
 
 
 def validate(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
@@ -48,6 +81,7 @@ def simulate(
     sc = scenario if isinstance(scenario, Scenario) else parse(scenario, limits)
     cfg = resolve(sc, limits)
     try:
-        return _sim.run(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+        with _gc_paused():
+            return _sim.run(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
     except RecursionError:  # pragma: no cover - defensive: never leak a traceback for a pathological input
         raise problem("actions", "the scenario is too complex to simulate") from None
