@@ -26,18 +26,18 @@ from engine.steps import STEP_KINDS
 
 # ----------------------------------------------------------------------------------------------
 # Diagram geometry, in SVG user units (the SVG scales to its container; see static/app.css).
-DIAGRAM_WIDTH = 600
+DIAGRAM_WIDTH = 480
 TOP_BOX_GAP = 8
 TOP_LINE_HEIGHT = 15
 TOP_MAX_INFLIGHT_LINES = 3
-LABEL_COLUMN_WIDTH = 136
+LABEL_COLUMN_WIDTH = 112
 LOG_LEFT = LABEL_COLUMN_WIDTH + 8
 LOG_RIGHT_MARGIN = 8
 ROW_HEIGHT = 74
 SPARE_ROW_HEIGHT = 34  # a broker that holds no replica of this partition
 CELL_TOP = 18  # cell offset inside a row (room for the HW label above)
 CELL_HEIGHT = 30
-CELL_WIDTH_MAX = 36
+CELL_WIDTH_MAX = 34
 CELL_WIDTH_MIN = 14
 MIN_VISIBLE_CELLS = 8
 GHOST_GAP = 18
@@ -51,6 +51,7 @@ INFLIGHT_STATE_TEXT = {
     "backoff": "backing off to retry",
     "waiting_for_leader": "waiting for a leader",
 }
+INFLIGHT_STATE_SHORT = {"awaiting_response": "awaiting reply", "backoff": "backoff", "waiting_for_leader": "no leader"}
 TRUNCATE_WHY_TEXT = {
     "diverging_epoch": "diverging epoch",
     "high_watermark": "truncated to HW",
@@ -190,11 +191,11 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
     in_flight = producer.get("in_flight", []) or []
     producer_lines = [f"acks={format_value(scenario.get('producer', {}).get('acks', 'all'))}"]
     for req in in_flight[:TOP_MAX_INFLIGHT_LINES]:
-        records = _short(" ".join(str(r) for r in req.get("records", [])), 10)
+        records = _short(" ".join(str(r) for r in req.get("records", [])), 8)
         target = req.get("target")
         where = f"→ B{target}" if target not in (None, -1) else "→ ?"
-        state = INFLIGHT_STATE_TEXT.get(req.get("state"), str(req.get("state", "")))
-        producer_lines.append(f"#{req.get('index', 0) + 1} [{records}] {where} · {state}")
+        state = INFLIGHT_STATE_SHORT.get(req.get("state"), str(req.get("state", "")))
+        producer_lines.append(f"#{req.get('index', 0) + 1} [{records}] {where} {state}")
     if len(in_flight) > TOP_MAX_INFLIGHT_LINES:
         producer_lines.append(f"… and {len(in_flight) - TOP_MAX_INFLIGHT_LINES} more in flight")
     if not in_flight:
@@ -597,6 +598,9 @@ def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
                 "active": any(line["active"] for line in lines),
             }
         )
+    any_active = any(b["active"] for b in blocks)
+    for index, block in enumerate(blocks):
+        block["open"] = block["active"] or (not any_active and index == 0)
     return {
         "kind": kind,
         "blocks": blocks,

@@ -134,7 +134,7 @@ def test_play_runs_to_the_next_steps_and_pauses(scene: Page):
 
 
 def test_predict_then_reveal_and_beats(scene: Page):
-    details = scene.locator("#beat .predict details")
+    details = scene.locator("#check .predict details")
     expect(details).not_to_have_attribute("open", "")
     details.locator("summary").click()
     expect(details).to_have_attribute("open", "")

@@ -151,7 +151,7 @@ def test_diagram_marks_leader_isr_hw_leo_truncation_and_in_flight():
     assert [c.state for c in rows[1]["cells"]] == ["committed", "uncommitted"]
     assert rows[1]["markers"]["hw"] == 1 and rows[1]["markers"]["leo"] == 2 and rows[1]["markers"]["show_leo"]
     assert rows[3]["status"] == "crashed" and rows[3]["ghosts"][0].state == "truncated"
-    assert any("#1 [c] → B1 · awaiting response" in line["text"] for line in d["boxes"][0]["lines"])
+    assert any("#1 [c] → B1 awaiting reply" in line["text"] for line in d["boxes"][0]["lines"])
     text = " ".join(d["description"])
     assert "Broker 3" in text and "crashed" in text and "lost in power loss" in text
 
