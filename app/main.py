@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -86,6 +87,7 @@ class FrameHeaders:
             await self.app(scope, receive, send)
             return
         framing = FRAME_ANY if scope.get("path", "").startswith("/embed/") else FRAME_DENY
+        started = time.perf_counter()
         added = [
             (k.lower().encode(), v.encode()) for k, v in {**COMMON_HEADERS, **framing, **self.extra}.items()
         ]
@@ -94,7 +96,9 @@ class FrameHeaders:
             if message["type"] == "http.response.start":
                 names = {k for k, _ in added}
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
-                message = {**message, "headers": headers + added}
+                # time spent in the app before the first byte (bench/web.py reads it)
+                timing = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
+                message = {**message, "headers": headers + added + [(b"server-timing", timing)]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

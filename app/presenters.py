@@ -51,7 +51,11 @@ INFLIGHT_STATE_TEXT = {
     "backoff": "backing off to retry",
     "waiting_for_leader": "waiting for a leader",
 }
-INFLIGHT_STATE_SHORT = {"awaiting_response": "awaiting reply", "backoff": "backoff", "waiting_for_leader": "no leader"}
+INFLIGHT_STATE_SHORT = {
+    "awaiting_response": "awaiting reply",
+    "backoff": "backoff",
+    "waiting_for_leader": "no leader",
+}
 TRUNCATE_WHY_TEXT = {
     "diverging_epoch": "diverging epoch",
     "high_watermark": "truncated to HW",

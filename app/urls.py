@@ -7,6 +7,7 @@ finished URLs into the context. Changing the URL scheme is therefore a change to
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
@@ -23,6 +24,12 @@ def _query(pairs: list[tuple[str, str]]) -> str:
     return urlencode(pairs, safe=_SAFE, quote_via=quote)
 
 
+@functools.lru_cache(maxsize=4096)
+def _state_query(state: SceneState, embed: bool) -> str:
+    # A page builds dozens of URLs that differ in one field; states are frozen, so cache them.
+    return _query(state.query_pairs(embed=embed))
+
+
 def home_url() -> str:
     return "/"
 
@@ -37,13 +44,13 @@ def embed_path(scene_id: str) -> str:
 
 def scene_url(state: SceneState, *, fragment: str | None = None, **changes) -> str:
     target = state.replace(**changes) if changes else state
-    url = f"{scene_path(target.scene_id)}?{_query(target.query_pairs())}"
+    url = f"{scene_path(target.scene_id)}?{_state_query(target, False)}"
     return f"{url}#{fragment}" if fragment else url
 
 
 def embed_url(state: SceneState, **changes) -> str:
     target = state.replace(**changes) if changes else state
-    return f"{embed_path(target.scene_id)}?{_query(target.query_pairs(embed=True))}"
+    return f"{embed_path(target.scene_id)}?{_state_query(target, True)}"
 
 
 def page_url(state: SceneState, *, embed: bool, **changes) -> str:

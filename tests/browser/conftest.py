@@ -31,7 +31,9 @@ def other_origin(tmp_path):
         def log_message(self, *args):  # keep test output clean
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(tmp_path)))
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(tmp_path))
+    )
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -15,8 +15,9 @@ def test_embed_runs_in_an_iframe_on_another_origin(page: Page, live_server, othe
     host_url, host_dir = other_origin
     src = f"{live_server}/embed/05?beat=standard-setup&lock=beat&from=0&to=12"
     (host_dir / "host.html").write_text(
-        f'<!doctype html><html lang="en"><title>host</title><link rel="icon" href="data:,"><h1>A blog post</h1>'
-        f'<iframe id="frame" src="{src}" title="Build Kafka scene 05" width="800" height="900"></iframe></html>'
+        '<!doctype html><html lang="en"><title>host</title><link rel="icon" href="data:,">'
+        f'<h1>A blog post</h1><iframe id="frame" src="{src}" title="Build Kafka scene 05"'
+        ' width="800" height="900"></iframe></html>'
     )
     page.goto(f"{host_url}/host.html")
     frame = page.frame_locator("#frame")
@@ -43,13 +44,16 @@ def test_a_normal_page_refuses_to_be_framed(page: Page, live_server, other_origi
     assert frame is None or frame.locator("#diagram").count() == 0
 
 
-@pytest.mark.parametrize("path", ["/", "/scenes/05?step=14", "/scenes/05?beat=acks-all-means-one&step=30&q=x",
-                                  "/embed/05?step=8"])
+@pytest.mark.parametrize(
+    "path", ["/", "/scenes/05?step=14", "/scenes/05?beat=acks-all-means-one&step=30&q=x", "/embed/05?step=8"]
+)
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_axe_finds_no_serious_or_critical_violations(page: Page, live_server, path, theme):
     page.context.add_cookies([{"name": "theme", "value": theme, "url": live_server}])
     page.goto(live_server + path)
-    page.locator("details.describe summary").first.click() if page.locator("details.describe").count() else None
+    page.locator("details.describe summary").first.click() if page.locator(
+        "details.describe"
+    ).count() else None
     results = Axe().run(page)
     blocking = [
         f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
@@ -72,9 +76,12 @@ def test_screenshots(page: Page, live_server, screenshot_dir, width, console_err
         page.goto(live_server + path)
         page.wait_for_function("window.htmx !== undefined")
         page.screenshot(path=str(screenshot_dir / f"{name}-{width}.png"), full_page=False)
-        page.locator("#diagram").first.screenshot(path=str(screenshot_dir / f"{name}-{width}-diagram.png")) \
-            if page.locator("#diagram").count() else None
+        page.locator("#diagram").first.screenshot(
+            path=str(screenshot_dir / f"{name}-{width}-diagram.png")
+        ) if page.locator("#diagram").count() else None
         # nothing may stick out sideways: the page itself never scrolls horizontally
-        overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        overflow = page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
         assert overflow <= 0, f"{name} at {width}px overflows by {overflow}px"
     assert console_errors == []

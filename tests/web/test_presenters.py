@@ -157,14 +157,16 @@ def test_diagram_marks_leader_isr_hw_leo_truncation_and_in_flight():
 
 
 def test_headroom_caps_min_isr_at_rf_in_41_and_refuses_in_36():
-    knobs = lambda m, rf, v: STATE.replace(
-        knobs=(
-            ("acks", "all"),
-            ("min.insync.replicas", str(m)),  # noqa: E731
-            ("replication.factor", str(rf)),
-            ("kafka_version", v),
+    def knobs(m, rf, v):
+        return STATE.replace(
+            knobs=(
+                ("acks", "all"),
+                ("min.insync.replicas", str(m)),
+                ("replication.factor", str(rf)),
+                ("kafka_version", v),
+            )
         )
-    )
+
     h = presenters.headroom(knobs(2, 3, "4.1"))
     assert h["effective"] == 2 and h["headroom"] == 1
     assert [r["status"] for r in h["rows"]] == ["ok", "ok", "refused", "offline"]
