@@ -394,3 +394,313 @@ def live_answer(qa: QA, result: dict[str, Any]) -> str | None:
         return fn(result)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None
+
+
+# --------------------------------------------------------------------------------------------
+# live answers for scenes 04 (replication) and 04a (controller and metadata log)
+
+
+def _leader_broker(state: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    leader = int(state["partition"].get("leader", -1))
+    if leader == -1:
+        return None
+    return leader, state["brokers"].get(str(leader)) or {}
+
+
+def _steps_so_far(result: dict[str, Any]) -> list[dict[str, Any]]:
+    steps = result.get("steps") or []
+    upto = result.get("at_step")
+    if isinstance(upto, int) and not isinstance(upto, bool):
+        steps = [s for s in steps if int(s.get("i", 0)) <= upto]
+    return steps
+
+
+def _secs(ms: int) -> str:
+    return f"{ms / 1000:.1f} s"
+
+
+def live_hw_waiting_for(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    lb = _leader_broker(state)
+    if lb is None:
+        return "Right now the partition has no leader, so no write can be acknowledged at all."
+    leader, b = lb
+    leo, hw = int(b.get("leo", 0)), int(part.get("hw", b.get("hw", 0)))
+    if hw >= leo:
+        return (f"Right now the leader, broker {leader}, has its high watermark at its log end ({leo}), "
+                f"so no acks=all write is waiting for a follower.")
+    waiting = []
+    for f in part.get("maximal_isr") or part.get("isr") or []:
+        if int(f) == leader:
+            continue
+        rep = (state["brokers"].get(str(f)) or {}).get("reported_leo")
+        if rep is None or int(rep) < leo:
+            heard = ("has not fetched from it since it became leader" if rep is None or int(rep) < 0
+                     else f"last asked for offset {int(rep)}")
+            waiting.append(f"broker {f}, which {heard}")
+    text = f"Right now broker {leader}'s log ends at offset {leo} but its high watermark is {hw}"
+    if part.get("under_min_isr"):
+        return (text + f": the high watermark is frozen because the ISR {_set(list(part['isr']))} is below "
+                f"the effective min.insync.replicas of {_effective_min(part)}.")
+    if waiting:
+        return text + ": it is waiting for " + " and ".join(waiting) + "."
+    return text + ": it is waiting for a caught-up follower outside the ISR that is about to rejoin."
+
+
+def live_replica_positions(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    lb = _leader_broker(state)
+    if lb is None:
+        return "Right now the partition has no leader, so no follower is fetching."
+    leader, b = lb
+    hw = int(part.get("hw", b.get("hw", 0)))
+    parts = [f"leader broker {leader} has LEO {int(b.get('leo', 0))} and HW {hw}"]
+    for r in part.get("replicas") or []:
+        if int(r) == leader:
+            continue
+        f = state["brokers"].get(str(r)) or {}
+        if not f.get("alive", True):
+            parts.append(f"broker {r} is down")
+            continue
+        rep = f.get("reported_leo")
+        told = ("the leader has not heard from it yet" if rep is None or int(rep) < 0
+                else f"its last fetch told the leader {int(rep)}")
+        parts.append(f"broker {r} has LEO {int(f.get('leo', 0))} and HW {int(f.get('hw', 0))} ({told})")
+    return "In your run " + "; ".join(parts) + "."
+
+
+def live_isr_members(result: dict[str, Any]) -> str | None:
+    part = _state(result)["partition"]
+    isr = list(part.get("isr") or [])
+    replicas = list(part.get("replicas") or [])
+    outside = [r for r in replicas if r not in isr]
+    text = f"Right now the ISR is {_set(isr)}"
+    text += (f"; broker{'s' if len(outside) > 1 else ''} {', '.join(str(r) for r in outside)} "
+             f"{'are' if len(outside) > 1 else 'is'} a replica but out of sync." if outside
+             else ", every replica of the partition.")
+    maximal = list(part.get("maximal_isr") or [])
+    pending = part.get("pending_isr_change")
+    if pending == "shrink":
+        text += (f" The leader has asked the controller to shrink it, and until that commits it still counts "
+                 f"{_set(maximal or isr)} for the high watermark.")
+    elif pending == "expand":
+        joining = [r for r in maximal if r not in isr]
+        text += (f" The leader has asked the controller to add {', '.join(f'broker {r}' for r in joining)}, "
+                 f"and already counts {_set(maximal)} for the high watermark.")
+    return text
+
+
+def live_fencing(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    log = list((state.get("controller") or {}).get("metadata_log") or [])
+    fences = [r for r in log if r.get("type") == "BrokerRegistrationChangeRecord" and r.get("fenced") == 1]
+    if not fences:
+        return "No broker has been fenced in your run so far: every broker's heartbeats are arriving."
+    last = fences[-1]
+    bid, at = last.get("brokerId"), int(last.get("t_ms", 0))
+    text = f"In your run the controller last fenced broker {bid}, at {_secs(at)}"
+    before = [s for s in _steps_so_far(result) if s.get("broker") == bid and int(s.get("t_ms", 0)) <= at
+              and s.get("kind") in ("broker_crash", "broker_power_loss", "broker_shutdown")]
+    if before and before[-1].get("kind") == "broker_shutdown":
+        text += ", as its controlled shutdown finished"
+    elif before:
+        gap = at - int(before[-1]["t_ms"])
+        text += f", {_secs(gap)} after it crashed and its heartbeats stopped"
+    text += "."
+    brokers = sorted(state["brokers"].items(), key=lambda kv: int(kv[0]))
+    fenced = [int(b) for b, br in brokers if br.get("fenced")]
+    if fenced:
+        names = ", ".join(str(f) for f in fenced)
+        many = len(fenced) > 1
+        text += f" Right now broker{'s' if many else ''} {names} {'are' if many else 'is'} fenced."
+    else:
+        text += " Right now no broker is fenced."
+    return text
+
+
+def _describe_mrec(rec: dict[str, Any]) -> str:
+    kind = str(rec.get("type"))
+    if kind == "PartitionChangeRecord":
+        fields = []
+        if "leader" in rec:
+            fields.append(f"leader {rec['leader']}")
+        if "isr" in rec:
+            fields.append("isr [" + ", ".join(str(x) for x in rec["isr"]) + "]")
+        if "eligibleLeaderReplicas" in rec:
+            fields.append("ELR [" + ", ".join(str(x) for x in rec["eligibleLeaderReplicas"]) + "]")
+        return f"{kind} ({', '.join(fields) or 'no change'})"
+    if kind == "BrokerRegistrationChangeRecord":
+        what = []
+        if "fenced" in rec:
+            what.append(f"fenced={rec['fenced']}")
+        if "inControlledShutdown" in rec:
+            what.append(f"inControlledShutdown={rec['inControlledShutdown']}")
+        return f"{kind} (broker {rec.get('brokerId')}, {', '.join(what)})"
+    if kind == "RegisterBrokerRecord":
+        return f"{kind} (broker {rec.get('brokerId')}, brokerEpoch {rec.get('brokerEpoch')})"
+    return kind
+
+
+def live_metadata_tail(result: dict[str, Any]) -> str | None:
+    ctl = _state(result).get("controller") or {}
+    if not ctl.get("kraft", True):
+        return "Your run uses a Kafka version from the ZooKeeper era, which has no metadata log."
+    log = list(ctl.get("metadata_log") or [])
+    if not log:
+        return None
+    tail = log[-3:]
+    items = "; ".join(f"offset {r.get('offset')}: {_describe_mrec(r)}" for r in tail)
+    return f"The newest records in your metadata log are {items}."
+
+
+def live_epoch_counts(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    le, pe = int(part.get("leader_epoch", 0)), int(part.get("partition_epoch", 0))
+    text = f"Right now the leader epoch is {le} and the partition epoch is {pe}"
+    log = list((state.get("controller") or {}).get("metadata_log") or [])
+    if log and int(log[0].get("offset", 1)) == 0:
+        changes = [r for r in log if r.get("type") == "PartitionChangeRecord"]
+        with_leader = [r for r in changes if "leader" in r]
+        text += (f": your metadata log holds {len(changes)} PartitionChangeRecord"
+                 f"{'s' if len(changes) != 1 else ''}, and {len(with_leader)} of them set the leader")
+    return text + "."
+
+
+def live_current_leader(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    replicas = [int(r) for r in part.get("replicas") or []]
+    isr = [int(r) for r in part.get("isr") or []]
+    leader = int(part.get("leader", -1))
+    if leader == -1:
+        return (f"Right now the partition has no leader: no replica in the assignment {replicas} is both in "
+                f"the ISR {_set(isr)} and available.")
+
+    def usable(r: int) -> bool:
+        b = state["brokers"].get(str(r)) or {}
+        return bool(b.get("alive", True)) and not b.get("fenced", False)
+
+    nxt = next((r for r in replicas if r != leader and r in isr and usable(r)), None)
+    text = f"Right now broker {leader} leads in leader epoch {part.get('leader_epoch')}; "
+    text += (f"if it were fenced, the controller would pick broker {nxt}, the next ISR member in the "
+             f"assignment {replicas}." if nxt is not None
+             else "no other ISR member could take over, so losing it would take the partition offline.")
+    if replicas and leader != replicas[0]:
+        text += f" Broker {replicas[0]} is the preferred leader and gets leadership back once it is in sync."
+    return text
+
+
+LIVE["live_hw_waiting_for"] = live_hw_waiting_for
+LIVE["live_replica_positions"] = live_replica_positions
+LIVE["live_isr_members"] = live_isr_members
+LIVE["live_fencing"] = live_fencing
+LIVE["live_metadata_tail"] = live_metadata_tail
+LIVE["live_epoch_counts"] = live_epoch_counts
+LIVE["live_current_leader"] = live_current_leader
+
+
+# --------------------------------------------------------------------------------------------
+# live answers for scene 06 (leader epochs) and deep dives d2 (acks=2) and d3 (fsync, racks)
+
+
+def _epoch_cache_text(cache: list[Any]) -> str:
+    return ", ".join(f"epoch {int(e)} from offset {int(s)}" for e, s in cache) or "empty"
+
+
+def live_epoch_caches(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    brokers = state["brokers"]
+    rows, logs = [], {}
+    for bid in part.get("replicas") or []:
+        b = brokers.get(str(bid))
+        if not b:
+            continue
+        rows.append(f"broker {bid}: {_epoch_cache_text(b.get('epoch_cache') or [])}")
+        logs[int(bid)] = [(int(e["offset"]), int(e["epoch"]), e["record"]) for e in b.get("log") or []]
+    if not rows:
+        return None
+    text = "Right now the epoch caches read: " + "; ".join(rows) + "."
+    first = None
+    for off in range(max((len(v) for v in logs.values()), default=0)):
+        entries = {v[off][1:] for v in logs.values() if len(v) > off}
+        if len(entries) > 1:
+            first = off
+            break
+    if first is not None:
+        text += f" The replicas' logs first disagree at offset {first}."
+    elif logs:
+        text += " Where their logs overlap, every replica holds the same records with the same epochs."
+    if _version(result) in ("0.8", "0.10"):
+        text += f" Kafka {_version(result)} stored no epochs in the log; they are shown only for comparison."
+    return text
+
+
+def live_truncated(result: dict[str, Any]) -> str | None:
+    why_text = {"diverging_epoch": "to match the leader's epochs",
+                "high_watermark": "back to its high watermark", "power_loss": "in a power cut"}
+    parts = []
+    for bid, b in sorted(_state(result)["brokers"].items(), key=lambda kv: int(kv[0])):
+        by_why: dict[str, list[str]] = {}
+        for t in b.get("truncated") or []:
+            by_why.setdefault(str(t.get("why")), []).append(str(t.get("record")))
+        for why, recs in by_why.items():
+            parts.append(f"broker {bid} lost {_records(recs)} {why_text.get(why, why)}")
+    if not parts:
+        return "No replica has deleted or lost a record in your run so far."
+    text = "In your run " + "; ".join(parts) + "."
+    lost = list(result.get("lost_acked_records") or [])
+    if lost:
+        text += (f" Of those, {_records(lost)} had been acknowledged and "
+                 f"{'are' if len(lost) != 1 else 'is'} gone from the leader too.")
+    return text
+
+
+def live_acked_copies(result: dict[str, Any]) -> str | None:
+    acked = list(result.get("acked_records") or [])
+    if not acked:
+        return "Nothing has been acknowledged in your run yet."
+    at_view = isinstance(result.get("view"), dict)
+    states = [_state(result)] + [(p.get("view") if at_view else None) or p.get("final") or {}
+                                 for p in result.get("partitions") or []]
+    lost = set(result.get("lost_acked_records") or [])
+    parts = []
+    for rec in acked[:6]:
+        holders = sorted({h for st in states if st.get("brokers") for h in _brokers_holding(st, [rec])})
+        where = (f"on broker{'s' if len(holders) != 1 else ''} {', '.join(map(str, holders))}"
+                 if holders else "nowhere")
+        parts.append(f"{rec} is {where}" + (" (lost)" if rec in lost else ""))
+    more = f" and {len(acked) - 6} more" if len(acked) > 6 else ""
+    return "Your acknowledged records right now: " + "; ".join(parts) + more + "."
+
+
+def live_partitions(result: dict[str, Any]) -> str | None:
+    parts = result.get("partitions") or []
+    if not parts:
+        return ("Your run has a single partition; set partitions above 1 to see how the placer spreads "
+                "replicas over racks.")
+    at_view = isinstance(result.get("view"), dict)
+    refused, lost, rows = 0, 0, []
+    for i, p in enumerate(parts):
+        snap = (p.get("view") if at_view else None) or p.get("final") or {}
+        part = snap.get("partition") or {}
+        brokers = snap.get("brokers") or {}
+        racks = [str((brokers.get(str(r)) or {}).get("rack") or "-") for r in p.get("replicas") or []]
+        isr = list(part.get("isr") or [])
+        if len(isr) < _effective_min(part) or part.get("leader", -1) == -1:
+            refused += 1
+        lost += len(p.get("lost_acked_records") or [])
+        rows.append(f"{i}: {p.get('replicas')} in racks {'/'.join(racks)}, ISR {_set(isr)}")
+    text = "Partitions right now: " + "; ".join(rows) + "."
+    text += (f" {refused} of {len(parts)} cannot take acks=all writes"
+             f" and {lost} acknowledged record{'s are' if lost != 1 else ' is'} lost.")
+    return text
+
+
+LIVE["live_epoch_caches"] = live_epoch_caches
+LIVE["live_truncated"] = live_truncated
+LIVE["live_acked_copies"] = live_acked_copies
+LIVE["live_partitions"] = live_partitions
