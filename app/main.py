@@ -339,12 +339,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             },
         )
 
+    # Scene pages are CPU-bound (a cached replay plus rendering, a few ms). They run on the event
+    # loop rather than in the threadpool: threads would not run them in parallel (the GIL), they
+    # would only interleave them, so every concurrent request's time would stretch to the sum of
+    # all of them. On the loop each request takes its own few ms; more cores mean more workers.
     @app.get("/scenes/{scene_ref}")
-    def scene_page(request: Request, scene_ref: str):
+    async def scene_page(request: Request, scene_ref: str):
         return scene_response(request, scene_ref, embed=False)
 
     @app.get("/embed/{scene_ref}")
-    def embed_page(request: Request, scene_ref: str):
+    async def embed_page(request: Request, scene_ref: str):
         return scene_response(request, scene_ref, embed=True)
 
     @app.get("/theme")

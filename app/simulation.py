@@ -37,10 +37,17 @@ def canonical_json(scenario: dict[str, Any]) -> str:
 
 
 class Simulator:
-    """The engine behind two bounded caches (per app instance, so tests stay independent)."""
+    """The engine behind bounded caches (per app instance, so tests stay independent).
 
-    def __init__(self, cache_entries: int):
+    Scrubbing is the common request: the same scenario at another step. The first request for a
+    scenario replays it once with every step's state (`all_views`, about 10 MB for a 500-step
+    timeline), so each further step is a lookup. That cache is kept small; a topic with several
+    partitions, where the engine has no all-views run, falls back to one replay per step.
+    """
+
+    def __init__(self, cache_entries: int, views_cache_entries: int = 24):
         self._full = functools.lru_cache(maxsize=cache_entries)(self._full_uncached)
+        self._views = functools.lru_cache(maxsize=views_cache_entries)(self._views_uncached)
         self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
         self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
 
@@ -53,6 +60,10 @@ class Simulator:
         return engine.simulate(json.loads(key), at_step=at_step)
 
     @staticmethod
+    def _views_uncached(key: str) -> list[dict[str, Any]] | None:
+        return engine.simulate(json.loads(key), all_views=True).get("views")
+
+    @staticmethod
     def _count_uncached(key: str) -> tuple[int, int]:
         result = engine.simulate(json.loads(key))
         return result["step_count"], result["final"]["t_ms"]
@@ -62,14 +73,23 @@ class Simulator:
         return self._full(canonical_json(scenario))
 
     def view(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
-        return self._view(canonical_json(scenario), at_step)
+        """The state after `at_step` steps (read-only, shared between requests)."""
+        key = canonical_json(scenario)
+        views = self._views(key)
+        if views is not None:
+            return views[min(at_step, len(views) - 1)]
+        return self._view(key, at_step)["view"]
 
     def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
         """(step count, final simulated time) of a scenario."""
         return self._count(canonical_json(scenario))
 
     def cache_info(self) -> dict[str, Any]:
-        return {"full": self._full.cache_info()._asdict(), "view": self._view.cache_info()._asdict()}
+        return {
+            "full": self._full.cache_info()._asdict(),
+            "views": self._views.cache_info()._asdict(),
+            "view": self._view.cache_info()._asdict(),
+        }
 
 
 def fault_action(verb: str, broker: int) -> dict[str, Any]:
@@ -226,7 +246,7 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
         notes.append(f"Step {step} is before from={first}; showing step {first}.")
         step = first
     state = state.replace(step=step)
-    view = sim.view(scenario, step)["view"]
+    view = sim.view(scenario, step)
     timeline = Timeline(
         scenario=copy.deepcopy(scenario),
         result=result,

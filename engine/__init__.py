@@ -68,13 +68,16 @@ def simulate(
     steps: bool = False,
     at_step: int | None = None,
     check_invariants: bool = False,
+    all_views: bool = False,
     limits: Limits = DEFAULT_LIMITS,
 ) -> dict[str, Any]:
     """Run a scenario (a dict decoded from JSON, or a Scenario) and return the result dict.
 
     steps: include every engine step. at_step: also return `view`, the state after that many
-    steps (0 = the initial state; past the end = the final state). limits: caps for untrusted
-    input; trusted callers such as the benchmarks may raise them.
+    steps (0 = the initial state; past the end = the final state). all_views: also return `views`,
+    the state after every step (views[k] after k steps), so a caller that scrubs through one
+    scenario replays it once; a topic with several partitions ignores it (use at_step).
+    limits: caps for untrusted input; trusted callers such as the benchmarks may raise them.
     """
     if at_step is not None and (not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < 0):
         raise problem("at_step", "at_step is a whole number, 0 or more")
@@ -82,6 +85,13 @@ def simulate(
     cfg = resolve(sc, limits)
     try:
         with _gc_paused():
-            return _sim.run(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+            return _sim.run(
+                cfg,
+                limits,
+                steps=steps,
+                at_step=at_step,
+                check_invariants=check_invariants,
+                all_views=all_views,
+            )
     except RecursionError:  # pragma: no cover - defensive: never leak a traceback for a pathological input
         raise problem("actions", "the scenario is too complex to simulate") from None

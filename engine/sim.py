@@ -259,6 +259,7 @@ class Sim:
         self.steps: list[dict[str, Any]] = []
         self.view: dict[str, Any] | None = None
         self.violations: list[str] = []
+        self.views: list[dict[str, Any]] | None = None  # every step's snapshot, when asked (all_views)
         self.rng = random.Random(cfg.seed)
         self.replicas = list(cfg.replicas)
         self.brokers = {bid: Broker(bid, rack) for bid, rack in cfg.brokers}
@@ -336,6 +337,8 @@ class Sim:
             self._check_invariants()
         if self.at_step is not None and self.nsteps == self.at_step:
             self.view = self.snapshot()
+        if self.views is not None:
+            self.views.append(self.snapshot())
 
     # ---------------------------------------------------------------------------------------
     # network
@@ -482,6 +485,8 @@ class Sim:
             self.at(cfg.unclean_interval_ms, self._ctl_unclean_tick)
         if self.at_step == 0:
             self.view = self.snapshot()
+        if self.views is not None:
+            self.views.append(self.snapshot())
 
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
@@ -2169,6 +2174,8 @@ class Sim:
             out["view"] = self.view if self.view is not None else final
         if self.check:
             out["violations"] = self.violations
+        if self.views is not None:
+            out["views"] = self.views
         return out
 
 
@@ -2196,10 +2203,18 @@ BROKER_LEVEL_KINDS = frozenset(
 
 
 def run(
-    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+    cfg: Config,
+    limits: Limits,
+    *,
+    steps: bool,
+    at_step: int | None,
+    check_invariants: bool,
+    all_views: bool = False,
 ) -> dict[str, Any]:
     if len(cfg.assignments) <= 1:
-        return _run_one(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+        return _run_one(
+            cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
+        )
     return _run_partitions(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
 
 
@@ -2313,9 +2328,17 @@ def _run_partitions(
 
 
 def _run_one(
-    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+    cfg: Config,
+    limits: Limits,
+    *,
+    steps: bool,
+    at_step: int | None,
+    check_invariants: bool,
+    all_views: bool = False,
 ) -> dict[str, Any]:
     sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants)
+    if all_views:
+        sim.views = []
     sim.start()
     for i, a in enumerate(cfg.actions):
         do = a.do
