@@ -71,6 +71,7 @@ class Knob(_Strict):
     default: KnobValue
     help: str
     target: str  # dotted path into the scenario
+    step: int | None = None  # granularity of an int knob's control (e.g. 1000 for a value in ms)
     # Written into the scenario only while the other knobs named here have one of the listed values
     # (e.g. the ELR feature level exists only in Kafka 4.x); otherwise the version's own default applies.
     only_if: dict[str, list[str]] | None = None
@@ -148,7 +149,7 @@ class Predict(_Strict):
         return self
 
 
-Panel = Literal["metadata_log", "epoch_cache", "partitions", "page_cache"]
+Panel = Literal["metadata_log", "epoch_cache", "partitions", "page_cache", "latency_chart", "loss_chart"]
 
 
 class Compare(_Strict):
