@@ -102,6 +102,7 @@ class Broker:
         "last_hold",
         "hb_gen",
         "fetch_delay_ms",
+        "answered",
     )
 
     def __init__(self, bid: int, rack: str | None):
@@ -138,6 +139,7 @@ class Broker:
         self.last_hold = -1
         self.hb_gen = 0
         self.fetch_delay_ms = 0  # not a Kafka config: extra time each of this follower's fetches takes
+        self.answered: set[tuple[int, int]] = set()  # pre-KIP-279 epoch answers already narrated
 
     @property
     def alive(self) -> bool:
@@ -235,6 +237,10 @@ def _fmt_records(records: list[str], limit: int = 6) -> str:
     if len(records) <= limit:
         return ", ".join(records)
     return ", ".join(records[:limit]) + f", ... ({len(records)} records)"
+
+
+def _fmt_cache(cache: list[list[int]]) -> str:
+    return "{" + ", ".join(f"e{e}->{start}" for e, start in cache) + "}"
 
 
 def _fmt_set(ids: list[int]) -> str:
@@ -438,7 +444,8 @@ class Sim:
         return offset
 
     def _bootstrap_metadata(self) -> None:
-        self.mrec("FeatureLevelRecord", name="metadata.version", featureLevel=self.prof.version)
+        # the record stores a numeric level; we show the release it corresponds to instead
+        self.mrec("FeatureLevelRecord", name="metadata.version", release=self.prof.version)
         for bid, b in self.brokers.items():
             off = self.mrec(
                 "RegisterBrokerRecord", brokerId=bid, brokerEpoch=len(self.mlog), rack=b.rack, fenced=True
@@ -770,8 +777,9 @@ class Sim:
         start = br.leo
         br.log.extend(entries)
         cache = br.cache
+        epochs = self.prof.leader_epochs
         for i, (epoch, _r, bidx) in enumerate(entries):
-            if not cache or epoch > cache[-1][0]:
+            if epochs and (not cache or epoch > cache[-1][0]):
                 cache.append([epoch, start + i])
             if bidx >= 0:
                 prev = br.batch_offsets.get(bidx)
@@ -983,10 +991,35 @@ class Sim:
                 on_lost=(self._fetch_failed, fid, f_inc, gen),
             )
             return
+        if (
+            last_epoch is not None
+            and not self.prof.kip279
+            and L.cache
+            and last_epoch != L.cache[-1][0]
+            and (fid, last_epoch) not in L.answered
+        ):
+            L.answered.add((fid, last_epoch))
+            end = self._end_offset_for(L, last_epoch)[1]
+            self.step(
+                "leader_answer_epoch_end",
+                f"broker-{lid}",
+                f"B{fid} asks where epoch {last_epoch} ends; B{lid} does not know that epoch and, before "
+                f"KIP-279, answers with the start of its next epoch: {end}. B{fid} keeps everything "
+                f"below {end}",
+                broker=lid,
+            )
         initial_hw = L.hw  # P 1526-1531: the HW is read before this fetch's position is applied
         st = L.fstate[fid]
         old_leo = st.leo
         self._update_follower_state(L, st, offset)
+        if st.leo != old_leo and (old_leo != UNKNOWN or offset > 0):
+            self.step(
+                "leader_serve_fetch",
+                f"broker-{lid}",
+                f"B{fid}'s fetch at offset {offset} tells leader B{lid} that B{fid}'s LEO is {offset}",
+                broker=lid,
+                follower=fid,
+            )
         if offset < len(L.log):
             entries = L.log[offset:]
             self.send(
@@ -1071,6 +1104,7 @@ class Sim:
             entries: list[tuple[int, str, int]] = a
             if entries:
                 first = f.leo
+                cache_len = len(f.cache)
                 self._append(f, entries)
                 self.step(
                     "follower_fetch",
@@ -1081,6 +1115,14 @@ class Sim:
                     records=[e[1] for e in entries],
                     offsets=[first, f.leo - 1],
                 )
+                if len(f.cache) > cache_len and cache_len > 0:  # a later epoch, not the first record
+                    self.step(
+                        "leader_epoch_cache",
+                        f"broker-{fid}",
+                        f"B{fid} copies records of a new epoch, so its leader-epoch cache is now "
+                        f"{_fmt_cache(f.cache)}",
+                        broker=fid,
+                    )
             new_hw = min(b, f.leo)  # RFT 121-135: set, not maxed; clamped to the LEO
             if new_hw != f.hw:
                 old = f.hw
@@ -1418,6 +1460,8 @@ class Sim:
             if prof.recovering_state:
                 new_recovery = "RECOVERING"
             self.unsafe_history = True
+        if self.cfg.elr and len(new_isr) >= eff:
+            new_elr, new_lke = [], []  # §5.5: back at min ISR, the ELR is cleared
         if not new_isr and not self.cfg.elr:
             new_isr = old_isr  # PCB 446-454: without ELR the last ISR member is never removed
         if self.cfg.elr and leader == NO_LEADER and not new_isr and not new_lke and old_leader != NO_LEADER:
@@ -1684,7 +1728,10 @@ class Sim:
         epoch = meta["leader_epoch"]
         br.role = "leader"
         br.epoch_start = br.leo
-        br.cache = [c for c in br.cache if c[0] < epoch and c[1] < br.leo] + [[epoch, br.leo]]
+        br.answered = set()
+        if self.prof.leader_epochs:
+            # LEFC.assign: a new leader records (epoch, LEO) even before it writes in the epoch
+            br.cache = [c for c in br.cache if c[0] < epoch and c[1] < br.leo] + [[epoch, br.leo]]
         if not was_leader:
             br.fstate = {f: FollowerState(self.now, f in br.isr) for f in self.replicas if f != br.id}
             br.fetch_gen += 1
@@ -1700,6 +1747,14 @@ class Sim:
                 f"{br.hw}; it waits for every ISR follower to fetch before the HW can move",
                 broker=br.id,
             )
+            if self.prof.leader_epochs:
+                self.step(
+                    "leader_epoch_cache",
+                    f"broker-{br.id}",
+                    f"B{br.id}'s leader-epoch cache gains epoch {epoch} -> start offset {br.leo}: "
+                    f"{_fmt_cache(br.cache)}",
+                    broker=br.id,
+                )
 
     # ---------------------------------------------------------------------------------------
     # faults and admin actions
@@ -1798,10 +1853,27 @@ class Sim:
         c = self.ctl
         r = c.reg[bid]
         r.shutting = True
-        self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, inControlledShutdown=1)
-        if bid in c.isr:
+        delay = 0
+        if c.leader == bid and bid in self.replicas:
+            # §D.6: record the shutdown, move leadership away, and answer SHUTDOWN_NOW only once
+            # every active broker has replayed that change (one more hop for them to fetch it)
+            self.mrec(
+                "BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, inControlledShutdown=1
+            )
+            self.step(
+                "controller_controlled_shutdown",
+                "controller",
+                f"B{bid} asks to shut down while it leads: the controller marks it in controlled shutdown "
+                "and moves leadership away first",
+                broker=bid,
+            )
             self._ctl_change([x for x in c.isr if x != bid], why="shutdown", exclude={bid})
-        self.send("controller", bid, self._finish_shutdown, (bid, self.brokers[bid].inc))
+            delay = NETWORK_DELAY_MS
+        # a broker that leads nothing gets SHUTDOWN_NOW at once (BHM 405-432)
+        self.at(self.now + delay, self._ctl_shutdown_now, bid, self.brokers[bid].inc)
+
+    def _ctl_shutdown_now(self, bid: int, inc: int) -> None:
+        self.send("controller", bid, self._finish_shutdown, (bid, inc))
 
     def _finish_shutdown(self, bid: int, inc: int) -> None:
         br = self.brokers[bid]
@@ -1817,15 +1889,19 @@ class Sim:
             )
         br.parked = []
         br.parked_fetch = {}
-        r = self.ctl.reg[bid]
+        c = self.ctl
+        r = c.reg[bid]
         r.fenced = True
-        self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=1)
         self.step(
             "broker_shutdown",
             "operator",
             f"B{bid} has flushed its log to offset {br.leo} and stopped (clean shutdown)",
             broker=bid,
         )
+        # on SHUTDOWN_NOW the controller writes the fencing records: ISR changes first (RCM 1546-1548)
+        if bid in c.isr and bid in self.replicas:
+            self._ctl_change([x for x in c.isr if x != bid], why="shutdown", exclude={bid})
+        self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=1)
 
     def restart(self, bid: int) -> None:
         br = self.brokers[bid]
@@ -2100,7 +2176,12 @@ class Sim:
                         f"{where}: leader B{b.id}'s HW {b.hw} passes maximal-ISR member B{f}'s "
                         f"reported LEO {rep}"
                     )
-        if self.unsafe_history or not self.prof.leader_epochs or c.leader == NO_LEADER:
+        if (
+            self.unsafe_history
+            or not self.prof.leader_epochs
+            or not self.prof.kip279
+            or c.leader == NO_LEADER
+        ):
             return
         L = self.brokers[c.leader]
         if not L.alive:

@@ -274,6 +274,20 @@ STEP_KINDS: dict[str, StepKind] = {
     "broker_slow": StepKind(
         "operator", "(slow follower)", "", "", "a follower's fetches start or stop taking extra time"
     ),
+    "leader_answer_epoch_end": StepKind(
+        "broker",
+        "LeaderEpochFileCache.endOffsetFor (before KIP-279)",
+        _LEFC,
+        "286-330",
+        "before 2.0 a leader that did not know the asked epoch answered with the start of its next epoch",
+    ),
+    "controller_controlled_shutdown": StepKind(
+        "controller",
+        "ReplicationControlManager.handleBrokerInControlledShutdown",
+        _RCM,
+        "1363-1373",
+        "a leading broker asks to shut down: it is marked in controlled shutdown and its leaderships move",
+    ),
     "operator_ignored": StepKind(
         "operator", "(no effect)", "", "", "an operator action that cannot apply in the current state"
     ),
@@ -388,9 +402,9 @@ STEP_KINDS: dict[str, StepKind] = {
     ),
     "leader_ack_count": StepKind(
         "broker",
-        "Partition.checkEnoughReplicasReachOffset (0.8)",
+        "Partition.checkEnoughReplicasReachOffset (0.8.2.2, lines 260-297)",
         _P,
-        "260-297",
+        "",
         "historic acks=N: enough ISR members report the offset",
     ),
     "leader_epoch_cache": StepKind(

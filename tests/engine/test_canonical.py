@@ -85,7 +85,9 @@ def test_s01_baseline_acks_all_needs_every_isr_member(version):
                 hw_up = s
                 break
     assert hw_up is not None, "§3.1: the leader's HW must reach 2"
-    before = run(sc, steps=True, at_step=hw_up["i"] - 1)["view"]
+    # the slowest follower's report is the leader_serve_fetch step just before the HW moves
+    report = [s for s in steps_of(r, "leader_serve_fetch") if s["i"] < hw_up["i"]][-1]
+    before = run(sc, steps=True, at_step=report["i"] - 1)["view"]
     at = run(sc, steps=True, at_step=hw_up["i"])["view"]
     reported_before = [before["brokers"][str(f)]["reported_leo"] for f in (2, 3)]
     reported_at = [at["brokers"][str(f)]["reported_leo"] for f in (2, 3)]

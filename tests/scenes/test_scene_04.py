@@ -259,7 +259,10 @@ def test_beat1_followers_pull_and_the_hw_waits_for_the_slowest_isr_member(s04):
     hw = first(r, "leader_advance_high_watermark")
     # ...but the HW moves only when broker 3's next (slow) fetch reports offset 2
     assert hw["t_ms"] - append["t_ms"] >= 300
-    before = view(s04, "followers-pull", hw["i"] - 1)
+    # the state just before broker 3's report reaches the leader (the leader_serve_fetch step)
+    report = [s for s in r["steps"] if s["kind"] == "leader_serve_fetch" and s["i"] < hw["i"]][-1]
+    assert report["follower"] == 3
+    before = view(s04, "followers-pull", report["i"] - 1)
     assert before["partition"]["hw"] == 0 and before["brokers"]["1"]["leo"] == 2
     assert before["brokers"]["3"]["reported_leo"] < 2
     after = view(s04, "followers-pull", hw["i"])
