@@ -32,10 +32,11 @@ from starlette.middleware.gzip import GZipMiddleware
 
 import engine
 import scenes
+from app import panels as state_panels
 from app import presenters, urls
 from app.qa_panel import qa_panel
 from app.settings import Settings
-from app.simulation import Simulator, build_timeline
+from app.simulation import Simulator, build_compare, build_timeline
 from app.state import BadStateURL, SceneState, parse_state
 
 log = logging.getLogger("app")
@@ -50,6 +51,7 @@ STEP_PANELS = [
     "_notes.html",
     "_live.html",
     "_diagram.html",
+    "_state_panels.html",
     "_timeline.html",
     "_faults.html",
     "_log.html",
@@ -58,11 +60,19 @@ STEP_PANELS = [
     "_share.html",
     "_state_fields.html",
 ]
-SCENARIO_PANELS = STEP_PANELS + ["_beat.html", "_knobs.html", "_headroom.html", "_check.html"]
+SCENARIO_PANELS = STEP_PANELS + [
+    "_beat.html",
+    "_knobs.html",
+    "_headroom.html",
+    "_check.html",
+    "_charts_slot.html",
+]
 EMBED_STEP_PANELS = [
     "_notes.html",
     "_live.html",
     "_diagram.html",
+    "_state_panels.html",
+    "_state_panels.html",
     "_timeline.html",
     "_faults.html",
     "_log.html",
@@ -146,6 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         home_url=urls.home_url(),
         site_name=settings.site_name,
     )
+    charts_template = (settings.templates_dir / "_charts.html").exists()
     app.mount("/static", StaticFiles(directory=str(settings.static_dir)), name="static")
 
     # -- helpers --------------------------------------------------------------------------------
@@ -260,6 +271,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ) -> dict[str, Any]:
         canonical = urls.page_url(state, embed=embed)
         base = str(request.base_url).rstrip("/")
+        compare = presenters.compare_panel(
+            scene, state, timeline, build_compare(sim, scene, state, timeline), embed=embed
+        )
+        previous_view = None
+        if "metadata_log" in scene.panels and timeline.step > 0:
+            previous_view = sim.view(timeline.scenario, timeline.step - 1)
         full_url = urls.scene_url(state.replace(lock=None, from_step=None, to_step=None))
         embed_src = urls.embed_url(state)
         return {
@@ -281,6 +298,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             ],
             "notes": presenters.notes_panel(notes),
             "diagram": presenters.diagram(timeline, timeline.scenario),
+            "beat_label": presenters.beat_label(scene, state, timeline),
+            "compare": compare,
+            "state_panels": state_panels.state_panels(scene, timeline, previous_view),
+            "charts": state_panels.charts_slot(scene, state, timeline, template_exists=charts_template),
+            "course": presenters.course_links(scene.id, embed=embed),
             "timeline": presenters.timeline_panel(timeline, state, embed=embed),
             "faults": presenters.fault_buttons(timeline, state, embed=embed),
             "log": presenters.event_log(timeline, settings.max_log_lines),

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import scenes
 from app import urls
 from app.simulation import Timeline
 from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
@@ -88,35 +89,197 @@ def _join(values: list[Any], empty: str = "none") -> str:
 # acknowledged and lost records at a step
 
 
-def acked_records_by_step(result: dict[str, Any], step: int) -> list[str]:
-    """Records acknowledged to the producer within the first `step` steps.
+def _batch_keys(result: dict[str, Any]) -> list[tuple[int, int]]:
+    """(partition, index as the steps name it) for each entry of `result["produce"]`.
+
+    With several partitions a step's `produce` counts that partition's batches only, so the
+    n-th batch of partition p is (p, n); with one partition it is (0, position in the list).
+    """
+    multi = "partitions" in result
+    counters: dict[int, int] = {}
+    keys = []
+    for batch in result.get("produce", []):
+        part = int(batch.get("partition") or 0) if multi else 0
+        keys.append((part, counters.get(part, 0)))
+        counters[part] = counters.get(part, 0) + 1
+    return keys
+
+
+def _batch_step_span(result: dict[str, Any]) -> dict[tuple[int, int], tuple[int, int]]:
+    """(first, last) step that names each batch, keyed like `_batch_keys`."""
+    multi = "partitions" in result
+    span: dict[tuple[int, int], tuple[int, int]] = {}
+    for entry in result.get("steps", []):
+        if entry.get("produce") is None:
+            continue
+        key = (int(entry.get("partition") or 0) if multi else 0, int(entry["produce"]))
+        i = int(entry.get("i", 0))
+        first, _ = span.get(key, (i, i))
+        span[key] = (first, i)
+    return span
+
+
+def acked_records_by_step(result: dict[str, Any], step: int, partition: int | None = None) -> list[str]:
+    """Records acknowledged to the producer within the first `step` steps (of one partition).
 
     A batch counts as acknowledged at the last `producer_receive` step that names it, provided
     its final outcome is `acked` (an earlier receive may have been a retriable error).
     """
-    produce = result.get("produce", [])
-    last_receive: dict[int, int] = {}
+    multi = "partitions" in result
+    last_receive: dict[tuple[int, int], int] = {}
     for entry in result.get("steps", []):
         if entry.get("kind") == "producer_receive" and entry.get("produce") is not None:
-            last_receive[int(entry["produce"])] = int(entry.get("i", 0))
+            key = (int(entry.get("partition") or 0) if multi else 0, int(entry["produce"]))
+            last_receive[key] = int(entry.get("i", 0))
     records: list[str] = []
-    for index, batch in enumerate(produce):
-        if batch.get("outcome") == "acked" and last_receive.get(index, 10**9) <= step:
+    for key, batch in zip(_batch_keys(result), result.get("produce", []), strict=True):
+        if partition is not None and key[0] != partition:
+            continue
+        if batch.get("outcome") == "acked" and last_receive.get(key, 10**9) <= step:
             records.extend(str(r) for r in batch.get("records", []))
     return records
 
 
-def lost_records_at(timeline: Timeline) -> set[str]:
-    if timeline.step >= timeline.step_count:
-        return {str(r) for r in timeline.result.get("lost_acked_records", [])}
-    view = timeline.view
-    partition = view.get("partition", {})
-    leader = partition.get("leader", -1)
-    if leader in (None, -1) or not partition.get("online", True):
+def lost_in_view(
+    result: dict[str, Any], view: dict[str, Any], step: int, step_count: int, partition: int | None = None
+) -> set[str]:
+    """Acknowledged records missing from the leader's log at this step (the engine's ledger at the end)."""
+    if step >= step_count:
+        if partition is not None and "partitions" in result:
+            return {str(r) for r in result["partitions"][partition].get("lost_acked_records", [])}
+        return {str(r) for r in result.get("lost_acked_records", [])}
+    part = view.get("partition", {})
+    leader = part.get("leader", -1)
+    if leader in (None, -1) or not part.get("online", True):
         return set()
     leader_log = view["brokers"].get(str(leader), {}).get("log", [])
     on_leader = {str(entry.get("record")) for entry in leader_log}
-    return {r for r in acked_records_by_step(timeline.result, timeline.step) if r not in on_leader}
+    return {r for r in acked_records_by_step(result, step, partition) if r not in on_leader}
+
+
+def lost_records_at(timeline: Timeline) -> set[str]:
+    partition = 0 if "partitions" in timeline.result else None
+    return lost_in_view(timeline.result, timeline.view, timeline.step, timeline.step_count, partition)
+
+
+def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
+    """What the producer has heard so far at this step: acknowledged, failed, waiting, lost."""
+    result, step = timeline.result, timeline.step
+    span = _batch_step_span(result)
+    acked: list[str] = []
+    failed: list[str] = []
+    waiting: list[str] = []
+    unsent = 0
+    for key, batch in zip(_batch_keys(result), result.get("produce", []), strict=True):
+        records = ", ".join(str(r) for r in batch.get("records", []))
+        first, last = span.get(key, (10**9, 10**9))
+        if step >= last and batch.get("outcome") == "acked":
+            acked.append(records)
+        elif step >= last and batch.get("outcome") == "failed":
+            failed.append(f"{records} ({batch.get('error') or 'error'})")
+        elif step >= last and batch.get("outcome") == "sent":
+            acked.append(f"{records} (acks=0: sent, never answered)")
+        elif step >= first:
+            waiting.append(records)
+        else:
+            unsent += 1
+    lost = sorted(lost_records_at(timeline))
+    parts = [f"Acknowledged: {_join(acked)}."]
+    if failed:
+        parts.append(f"Failed: {'; '.join(failed)}.")
+    if waiting:
+        parts.append(f"Waiting for an answer: {_join(waiting)}.")
+    if unsent:
+        parts.append(f"{unsent} batch{'es' if unsent != 1 else ''} not sent yet.")
+    parts.append(f"Acknowledged but lost: {_join(lost)}." if lost else "No acknowledged record lost.")
+    return {"acked": acked, "failed": failed, "waiting": waiting, "lost": lost, "text": " ".join(parts)}
+
+
+# ----------------------------------------------------------------------------------------------
+# labels: history and proposals are never shown as today's Kafka
+
+LABEL_KINDS = (  # (the label's first words, kind, glyph); the words themselves carry the meaning
+    ("history", "history", "⟲"),
+    ("proposal", "proposal", "⚠"),
+    ("not kafka", "proposal", "⚠"),
+    ("today", "today", "✓"),
+)
+
+
+def run_label(text: str | None) -> dict[str, Any] | None:
+    """A label split into its tag ("History", "Not Kafka", "Today's Kafka (4.1)") and its text."""
+    if not text:
+        return None
+    tag, sep, rest = str(text).partition(": ")
+    if not sep:
+        tag, rest = "", str(text)
+    low = str(text).lower()
+    kind, glyph = "variant", "◆"
+    for start, k, g in LABEL_KINDS:
+        if low.startswith(start):
+            kind, glyph = k, g
+            break
+    return {"kind": kind, "glyph": glyph, "tag": tag, "text": rest, "full": str(text)}
+
+
+def derived_label(result: dict[str, Any]) -> dict[str, Any] | None:
+    """A label from the rules a run actually uses (when the learner's knobs changed a preset's)."""
+    proposals = list(result.get("proposals", []))
+    profile = result.get("profile", {}) or {}
+    if proposals:
+        return run_label(
+            f"Not Kafka: this run uses the {' and '.join(proposals)} proposal, never part of Kafka"
+        )
+    if str(profile.get("description", "")).startswith("History"):
+        return run_label(
+            f"History: this run replays {profile.get('label', 'old Kafka')}'s rules, not today's Kafka"
+        )
+    return None
+
+
+def _label_for(label_text: str | None, timeline: Timeline) -> dict[str, Any] | None:
+    if label_text and timeline.rules_as_preset:
+        return run_label(label_text)
+    return derived_label(timeline.result)
+
+
+def beat_label(scene: Any, state: SceneState, timeline: Timeline) -> dict[str, Any] | None:
+    """The banner over the main diagram: the beat's label while its rules still hold."""
+    return _label_for(scene.beat(state.beat).label, timeline)
+
+
+def compare_panel(
+    scene: Any, state: SceneState, timeline: Timeline, run: Any, *, embed: bool = False
+) -> dict[str, Any] | None:
+    """The comparison column: its diagram, title, label and what its producer heard, or why not."""
+    if run is None:
+        return None
+    compare = scene.beat(state.beat).compare
+    out: dict[str, Any] = {
+        "title": compare.title,
+        "label": run_label(compare.label),
+        "narration": inline(compare.narration) if compare.narration else None,
+        "main_title": f"This run: {timeline.result.get('profile', {}).get('label', 'Kafka')}",
+        "main_outcomes": produce_outcomes(timeline),
+        "unavailable": run.unavailable,
+        "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
+        "diagram": None,
+    }
+    if run.timeline is None:
+        return out
+    other = run.timeline
+    out["label"] = _label_for(compare.label, other)
+    out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False)
+    out["outcomes"] = produce_outcomes(other)
+    out["same_as_main"] = run.same_as_main
+    out["position"] = f"Step {other.step} of {other.step_count} · t = {other.view.get('t_ms', 0)} ms" + (
+        " (its end)"
+        if other.step >= other.step_count
+        else " (the same moment as the run on the left)"
+        if timeline.step
+        else ""
+    )
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,7 +326,11 @@ def _broker_status(broker: dict[str, Any]) -> tuple[str, str]:
     return glyph + " " + text, status
 
 
-def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
+def diagram(
+    timeline: Timeline, scenario: dict[str, Any], *, id_prefix: str = "dg", defs: bool = True
+) -> dict[str, Any]:
+    """SVG geometry of the cluster at the timeline's step. `id_prefix` keeps element ids unique
+    when a page shows two diagrams; only the first one (`defs`) defines the shared patterns."""
     view = timeline.view
     partition = view.get("partition", {})
     brokers_state = view.get("brokers", {})
@@ -236,7 +403,9 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
             "y": TOP_BOX_GAP,
             "w": box_w,
             "h": top_height,
-            "title": "Controller (KRaft)",
+            "title": "Controller (KRaft)"
+            if (view.get("controller") or {}).get("kraft", True)
+            else "Controller (ZooKeeper era)",
             "cls": "controller",
             "lines": [
                 {"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
@@ -392,6 +561,11 @@ def diagram(timeline: Timeline, scenario: dict[str, Any]) -> dict[str, Any]:
         y += ROW_HEIGHT
     height = y + 4
     return {
+        "id_prefix": id_prefix,
+        "defs": defs,
+        "svg_title": "Cluster diagram" if defs else "Comparison run: cluster diagram",
+        "region_label": ("Cluster diagram" if defs else "Comparison run's diagram")
+        + " (scrolls sideways on small screens)",
         "width": DIAGRAM_WIDTH,
         "height": round(height),
         "boxes": boxes,
@@ -530,10 +704,17 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
         b = timeline.view["brokers"][key]
         bid = int(key)
         status = b.get("status", "running" if b.get("alive", True) else "crashed")
+        network = "heal" if b.get("isolated_from") else "isolate"
         if status == "running":
-            verbs = ["crash", "power", "resume" if not b.get("fetching", True) else "stop", "shutdown"]
+            verbs = [
+                "crash",
+                "power",
+                "resume" if not b.get("fetching", True) else "stop",
+                "shutdown",
+                network,
+            ]
         else:
-            verbs = ["restart"]
+            verbs = ["restart"] + (["heal"] if network == "heal" else [])
         rows.append(
             {
                 "broker": bid,
@@ -646,6 +827,7 @@ def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
         else:
             item["widget"] = "range"
             item["min"], item["max"] = knob.min, knob.max
+            item["step"] = getattr(knob, "step", None) or 1
         out.append(item)
     return out
 
@@ -657,13 +839,24 @@ def _int(value: str, default: int) -> int:
         return default
 
 
-def headroom(state: SceneState) -> dict[str, Any]:
+HEADROOM_ACKS = (
+    "0",
+    "1",
+    "all",
+)  # other values (acks=2, KIP-926's acks=min.insync.replicas) are not modelled here
+
+
+def headroom(state: SceneState) -> dict[str, Any] | None:
     """The durability headroom implied by the knobs (kafka-semantics.md §2.2, §10 S5).
 
     4.1 (3.7+): effective min ISR = min(M, RF); acks=all writes continue while at most
     RF - effective_min replicas are gone. 3.6: no cap, so M > RF refuses every acks=all write.
+    None for a scene without a min.insync.replicas knob, or with an acks value the table does
+    not model (acks=2 of old Kafka, the KIP-926 proposal), rather than a table that misleads.
     """
     knobs = dict(state.knobs)
+    if "min.insync.replicas" not in knobs or knobs.get("acks", "all") not in HEADROOM_ACKS:
+        return None
     rf = _int(knobs.get("replication.factor", "3"), 3)
     m = _int(knobs.get("min.insync.replicas", "1"), 1)
     acks = knobs.get("acks", "all")
@@ -787,6 +980,9 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
             if index + 1 < len(beats)
             else None
         ),
+        "next_scene": course_links(state.scene_id, embed=embed)["next"]
+        if index + 1 == len(beats) and not embed
+        else None,
         "sandbox": sandbox,
         "focus": focus,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
@@ -833,3 +1029,45 @@ def challenge_panel(scene: Any, timeline: Timeline) -> dict[str, Any] | None:
 
 def notes_panel(notes: list[str]) -> list[str]:
     return list(dict.fromkeys(notes))  # once each, in order
+
+
+# ----------------------------------------------------------------------------------------------
+# the course around a scene
+
+# Deep dives that continue a core scene (curriculum.md: the durability deep dive is "reachable
+# from scene 05 and the course map"). Unbuilt ones are listed as coming.
+RELATED_DEEP_DIVES: dict[str, tuple[str, ...]] = {"05": ("d1", "d2", "d3", "d4")}
+
+
+def _scene_link(summary: Any, *, embed: bool) -> dict[str, Any]:
+    return {
+        "id": summary.id,
+        "title": summary.title,
+        "label": f"{summary.id.upper() if summary.track == 'deep-dive' else summary.id} · {summary.title}",
+        "url": (urls.embed_path(summary.id) if embed else urls.scene_path(summary.id))
+        if summary.built
+        else None,
+    }
+
+
+def course_links(scene_id: str, *, embed: bool = False) -> dict[str, Any]:
+    """Previous and next built scene in the scene's track, related deep dives, and the way back."""
+    summaries = scenes.list_scenes()
+    here = scenes.SCENE_IDS[scene_id]
+    track = [s for s in summaries if s.track == here.track and s.built]
+    index = next(i for i, s in enumerate(track) if s.id == scene_id)
+    deeper = [
+        _scene_link(scenes.SCENE_IDS[d], embed=embed)
+        for d in RELATED_DEEP_DIVES.get(scene_id, ())
+        if d in scenes.SCENE_IDS
+    ]
+    parents = [
+        p for p, dives in RELATED_DEEP_DIVES.items() if scene_id in dives and scenes.SCENE_IDS[p].built
+    ]
+    return {
+        "prev": _scene_link(track[index - 1], embed=embed) if index > 0 else None,
+        "next": _scene_link(track[index + 1], embed=embed) if index + 1 < len(track) else None,
+        "deeper": deeper,
+        "up": [_scene_link(scenes.SCENE_IDS[p], embed=embed) for p in parents],
+        "track": "Durability deep dive" if here.track == "deep-dive" else "Core course",
+    }

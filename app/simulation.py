@@ -50,6 +50,7 @@ class Simulator:
         self._views = functools.lru_cache(maxsize=views_cache_entries)(self._views_uncached)
         self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
         self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
+        self._profile = functools.lru_cache(maxsize=cache_entries)(self._profile_uncached)
 
     @staticmethod
     def _full_uncached(key: str) -> dict[str, Any]:
@@ -68,6 +69,11 @@ class Simulator:
         result = engine.simulate(json.loads(key))
         return result["step_count"], result["final"]["t_ms"]
 
+    @staticmethod
+    def _profile_uncached(key: str) -> tuple[str, tuple[str, ...]]:
+        result = engine.simulate(json.loads(key))
+        return result["profile"]["kafka_version"], tuple(result.get("proposals", []))
+
     # The cached dicts are shared between requests: callers must treat them as read-only.
     def full(self, scenario: dict[str, Any]) -> dict[str, Any]:
         return self._full(canonical_json(scenario))
@@ -80,9 +86,18 @@ class Simulator:
             return views[min(at_step, len(views) - 1)]
         return self._view(key, at_step)["view"]
 
+    def view_result(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
+        """The whole `at_step` result (read-only): with several partitions it holds each one's
+        `view` under `partitions`, which the all-views cache does not."""
+        return self._view(canonical_json(scenario), at_step)
+
     def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
         """(step count, final simulated time) of a scenario."""
         return self._count(canonical_json(scenario))
+
+    def profile(self, scenario: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+        """(Kafka version, proposals in use) of a scenario: which rules it runs under."""
+        return self._profile(canonical_json(scenario))
 
     def cache_info(self) -> dict[str, Any]:
         return {
@@ -96,6 +111,8 @@ def fault_action(verb: str, broker: int) -> dict[str, Any]:
     """The contract action for a URL fault verb."""
     if verb == "power":
         return {"do": "power_loss", "brokers": [broker]}
+    if verb in ("isolate", "heal"):  # no `from`: cut off from (reconnected to) everything
+        return {"do": verb, "broker": broker}
     do = {
         "crash": "crash",
         "stop": "stop_fetching",
@@ -180,6 +197,12 @@ class Timeline:
     last_step: int
     injected_steps: list[int] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # with several partitions: each partition's entry of the `at_step` result (its `view` is the
+    # state after `step` steps); empty for a single partition
+    partitions: list[dict[str, Any]] = field(default_factory=list)
+    # False when the learner's knobs changed the rules (Kafka version or a proposal) the beat's
+    # preset runs under, so a label written for the preset no longer describes this run
+    rules_as_preset: bool = True
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -247,6 +270,11 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
         step = first
     state = state.replace(step=step)
     view = sim.view(scenario, step)
+    partitions = sim.view_result(scenario, step).get("partitions", []) if "partitions" in result else []
+    beat = scene.beat(state.beat)
+    rules_as_preset = True
+    if beat.label is not None:
+        rules_as_preset = _rules(result) == sim.profile(scene.scenario_for(beat))
     timeline = Timeline(
         scenario=copy.deepcopy(scenario),
         result=result,
@@ -257,5 +285,78 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
         last_step=last,
         injected_steps=injected_steps,
         notes=notes,
+        partitions=partitions,
+        rules_as_preset=rules_as_preset,
     )
     return timeline, state
+
+
+@dataclass
+class CompareRun:
+    """The beat's comparison run at the moment matching the main timeline, or why there is none."""
+
+    timeline: Timeline | None
+    unavailable: str | None = None  # a sentence for the learner when the run cannot be shown
+    same_as_main: bool = False  # the knobs already make the main run equal to the comparison
+
+
+def _rules(result: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
+    return result["profile"]["kafka_version"], tuple(result.get("proposals", []))
+
+
+def _step_at_time(steps: list[dict[str, Any]], t_ms: int) -> int:
+    """The number of steps whose simulated time is at most `t_ms` (steps are in time order)."""
+    low, high = 0, len(steps)
+    while low < high:
+        mid = (low + high) // 2
+        if steps[mid]["t_ms"] <= t_ms:
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+def build_compare(sim: Simulator, scene: Any, state: SceneState, timeline: Timeline) -> CompareRun | None:
+    """Replay the beat's `compare` scenario with the main run's knobs, seed and (forked) actions.
+
+    The two runs are aligned by simulated time, not by step number: the comparison shows its
+    state after its last step at or before the main view's `t_ms` (both timelines start at 0 and
+    share every action, so the same moment is the fair comparison). At the main run's last step
+    the comparison is shown at its own end. An invalid combination (the learner's knobs make the
+    patch impossible, e.g. a quorum of 2 with one replica) is reported, never raised.
+    """
+    beat = scene.beat(state.beat)
+    if beat.compare is None:
+        return None
+    try:
+        scenario = scene.compare_scenario_for(beat, dict(state.knobs), timeline.scenario.get("actions", []))
+    except (KeyError, ValueError) as exc:
+        return CompareRun(None, f"The comparison cannot be built with these knobs: {exc}")
+    scenario["seed"] = state.seed
+    try:
+        result = sim.full(scenario)
+    except engine.ScenarioError as exc:
+        reasons = "; ".join(p["message"] for p in exc.problems)
+        return CompareRun(None, f"The comparison cannot run with these knobs: {reasons}.")
+    steps = result.get("steps", [])
+    count = result["step_count"]
+    if timeline.step >= timeline.step_count:
+        step = count
+    elif timeline.step == 0:
+        step = 0
+    else:
+        step = min(count, _step_at_time(steps, int(timeline.view.get("t_ms", 0))))
+    view = sim.view(scenario, step)
+    partitions = sim.view_result(scenario, step).get("partitions", []) if "partitions" in result else []
+    run = Timeline(
+        scenario=scenario,
+        result=result,
+        view=view,
+        step=step,
+        step_count=count,
+        first_step=0,
+        last_step=count,
+        partitions=partitions,
+        rules_as_preset=_rules(result) == sim.profile(scene.compare_scenario_for(beat)),
+    )
+    return CompareRun(run, same_as_main=canonical_json(scenario) == canonical_json(timeline.scenario))

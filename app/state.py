@@ -28,7 +28,9 @@ Injected actions: ``a=VERB:BROKER@STEP``
 ----------------------------------------
 ``a=crash:2@5`` means "crash broker 2 right after step 5". VERB is one of ``crash``,
 ``power`` (power loss of that one broker), ``stop`` (stop fetching), ``resume`` (resume
-fetching), ``restart`` and ``shutdown`` (clean). STEP counts steps of the timeline as it is
+fetching), ``restart``, ``shutdown`` (clean), ``isolate`` (cut the broker off from every
+other party: brokers, controller and producer) and ``heal`` (restore its network). STEP
+counts steps of the timeline as it is
 *before* this action is added (earlier ``a`` entries already applied), so each entry forks the
 timeline of the ones before it. The simulation module splits an ``advance``/``settle`` that
 was running at that step so the fault lands at that step's simulated time.
@@ -56,6 +58,8 @@ INJECT_VERBS: dict[str, str] = {
     "resume": "Resume fetching",
     "restart": "Restart",
     "shutdown": "Clean shutdown",
+    "isolate": "Isolate",
+    "heal": "Heal network",
 }
 _ACTION_RE = re.compile(r"^(?P<verb>[a-z]+):(?P<broker>\d{1,3})@(?P<step>\d{1,7})$")
 _INJECT_RE = re.compile(r"^(?P<verb>[a-z]+):(?P<broker>\d{1,3})$")

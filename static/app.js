@@ -38,11 +38,16 @@
       next.click();
     }, speedMs());
   }
-  document.addEventListener("htmx:afterSettle", function () {
-    if (timer !== null) { tick(); }
+  // Scrolling lists (event log, metadata log) show their newest lines, on load and after swaps.
+  function autoscroll() {
     document.querySelectorAll("[data-autoscroll]").forEach(function (list) {
       list.scrollTop = list.scrollHeight;
     });
+  }
+  document.addEventListener("DOMContentLoaded", autoscroll);
+  document.addEventListener("htmx:afterSettle", function () {
+    if (timer !== null) { tick(); }
+    autoscroll();
   });
 
   // -- keep keyboard focus across panel swaps ------------------------------------------------

@@ -180,7 +180,7 @@ def test_fault_buttons_offer_restart_only_for_a_stopped_broker():
     rows = presenters.fault_buttons(timeline(3, snapshot()), STATE, embed=False)
     verbs = {r["broker"]: [b["verb"] for b in r["buttons"]] for r in rows}
     assert verbs[3] == ["restart"]
-    assert verbs[1] == ["crash", "power", "stop", "shutdown"]
+    assert verbs[1] == ["crash", "power", "stop", "shutdown", "isolate"]
     assert "inject=crash:1" in rows[0]["buttons"][0]["url"]
 
 
