@@ -285,6 +285,7 @@ class Sim:
         self.mlog: list[dict[str, Any]] = []
         self.kraft = self.prof.session_guards_reregistration or self.prof.alter_partition
         self._mlog_leader_epoch = 0
+        self.quiet = False
 
     # ---------------------------------------------------------------------------------------
     # event loop
@@ -320,6 +321,14 @@ class Sim:
                 "use fewer or shorter advance/settle actions",
             )
         self.now = max(self.now, t_end)
+
+    def count_step(self) -> None:
+        """A step nobody will read (no recording, no view, no checks): count it, skip the prose."""
+        self.nsteps += 1
+        if self.nsteps > self.limits.max_steps:
+            raise problem(
+                "actions", f"the scenario produced more than {self.limits.max_steps} steps; shorten it"
+            )
 
     def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
         self.nsteps += 1
@@ -474,6 +483,8 @@ class Sim:
     def start(self) -> None:
         cfg = self.cfg
         c = self.ctl
+        # nothing reads step prose: hot paths count their steps without formatting them
+        self.quiet = not self.record and self.at_step is None and not self.check and self.views is None
         self._bootstrap_metadata()
         for bid, b in self.brokers.items():
             b.leader_epoch = 0
@@ -546,14 +557,17 @@ class Sim:
         b.state = "awaiting_response"
         b.target = leader
         retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
-        self.step(
-            "producer_send",
-            "producer",
-            f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
-            produce=idx,
-            broker=leader,
-            records=b.records,
-        )
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(
+                "producer_send",
+                "producer",
+                f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
+                produce=idx,
+                broker=leader,
+                records=b.records,
+            )
         if b.acks == 0:
             self.pending_batches -= 1
             b.outcome = "sent"
@@ -735,15 +749,18 @@ class Sim:
             epoch = br.leader_epoch
             self._append(br, [(epoch, r, idx) for r in batch.records])
             last = br.leo - 1
-            self.step(
-                "leader_append",
-                f"broker-{bid}",
-                f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
-                f"(epoch {epoch}); LEO {br.leo}",
-                broker=bid,
-                records=batch.records,
-                offsets=[first, last],
-            )
+            if self.quiet:
+                self.count_step()
+            else:
+                self.step(
+                    "leader_append",
+                    f"broker-{bid}",
+                    f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
+                    f"(epoch {epoch}); LEO {br.leo}",
+                    broker=bid,
+                    records=batch.records,
+                    offsets=[first, last],
+                )
             self._wake_parked_fetches(br)
             self._maybe_increment_hw(br)
         offsets = list(range(first, last + 1))
@@ -764,13 +781,16 @@ class Sim:
             self._complete_parked(br, entry, verdict)
             return
         br.parked.append(entry)
-        self.step(
-            "leader_park_produce",
-            f"broker-{bid}",
-            f"{who} parks the acks={batch.acks_shown} request until its HW reaches {last + 1} "
-            f"(now {br.hw}; ISR {_fmt_set(br.maximal)})",
-            broker=bid,
-        )
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(
+                "leader_park_produce",
+                f"broker-{bid}",
+                f"{who} parks the acks={batch.acks_shown} request until its HW reaches {last + 1} "
+                f"(now {br.hw}; ISR {_fmt_set(br.maximal)})",
+                broker=bid,
+            )
         self.at(self.now + self.cfg.request_timeout_ms, self._expire_produce, bid, br.inc, idx, attempt_id)
 
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
@@ -904,12 +924,15 @@ class Sim:
             return
         old = br.hw
         br.hw = candidate
-        self.step(
-            "leader_advance_high_watermark",
-            f"broker-{br.id}",
-            f"Leader B{br.id} HW {old} -> {candidate}",
-            broker=br.id,
-        )
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(
+                "leader_advance_high_watermark",
+                f"broker-{br.id}",
+                f"Leader B{br.id} HW {old} -> {candidate}",
+                broker=br.id,
+            )
         self._check_purgatory(br)
 
     # ---------------------------------------------------------------------------------------
@@ -1013,13 +1036,16 @@ class Sim:
         old_leo = st.leo
         self._update_follower_state(L, st, offset)
         if st.leo != old_leo and (old_leo != UNKNOWN or offset > 0):
-            self.step(
-                "leader_serve_fetch",
-                f"broker-{lid}",
-                f"B{fid}'s fetch at offset {offset} tells leader B{lid} that B{fid}'s LEO is {offset}",
-                broker=lid,
-                follower=fid,
-            )
+            if self.quiet:
+                self.count_step()
+            else:
+                self.step(
+                    "leader_serve_fetch",
+                    f"broker-{lid}",
+                    f"B{fid}'s fetch at offset {offset} tells leader B{lid} that B{fid}'s LEO is {offset}",
+                    broker=lid,
+                    follower=fid,
+                )
         if offset < len(L.log):
             entries = L.log[offset:]
             self.send(
@@ -1106,15 +1132,18 @@ class Sim:
                 first = f.leo
                 cache_len = len(f.cache)
                 self._append(f, entries)
-                self.step(
-                    "follower_fetch",
-                    f"broker-{fid}",
-                    f"B{fid} fetched {_fmt_offsets(first, f.leo - 1)} "
-                    f"({_fmt_records([e[1] for e in entries])}) from B{lid}; its LEO is now {f.leo}",
-                    broker=fid,
-                    records=[e[1] for e in entries],
-                    offsets=[first, f.leo - 1],
-                )
+                if self.quiet:
+                    self.count_step()
+                else:
+                    self.step(
+                        "follower_fetch",
+                        f"broker-{fid}",
+                        f"B{fid} fetched {_fmt_offsets(first, f.leo - 1)} "
+                        f"({_fmt_records([e[1] for e in entries])}) from B{lid}; its LEO is now {f.leo}",
+                        broker=fid,
+                        records=[e[1] for e in entries],
+                        offsets=[first, f.leo - 1],
+                    )
                 if len(f.cache) > cache_len and cache_len > 0:  # a later epoch, not the first record
                     self.step(
                         "leader_epoch_cache",
@@ -1127,12 +1156,15 @@ class Sim:
             if new_hw != f.hw:
                 old = f.hw
                 f.hw = new_hw
-                self.step(
-                    "follower_update_high_watermark",
-                    f"broker-{fid}",
-                    f"B{fid} learns the leader's HW: {old} -> {new_hw}",
-                    broker=fid,
-                )
+                if self.quiet:
+                    self.count_step()
+                else:
+                    self.step(
+                        "follower_update_high_watermark",
+                        f"broker-{fid}",
+                        f"B{fid} learns the leader's HW: {old} -> {new_hw}",
+                        broker=fid,
+                    )
             self._follower_fetch(fid)
         elif kind == "diverging":
             self._truncate_on_divergence(f, a, b)
