@@ -164,6 +164,9 @@ class Crash(_Strict):
     do: Literal["crash"]
     broker: BrokerId
     lose_unflushed: bool = False
+    # not in the contract's list: the disk is destroyed too (flushed data included); the broker
+    # comes back empty, as after a disk replacement
+    lose_disk: bool = False
 
 
 class PowerLoss(_Strict):
@@ -183,7 +186,7 @@ Party = Literal["controller", "producer"] | BrokerId
 class Slow(_Strict):
     do: Literal["slow"]
     broker: BrokerId
-    ms: Annotated[int, Field(ge=0, le=60_000)]
+    ms: Annotated[int, Field(ge=0, le=60_000)] | None = None  # None: back to the broker's fetch_delay_ms
 
 
 class Isolate(_Strict):

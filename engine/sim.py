@@ -1791,9 +1791,11 @@ class Sim:
     # ---------------------------------------------------------------------------------------
     # faults and admin actions
 
-    def slow(self, bid: int, ms: int) -> None:
-        """A straggler episode starts or ends: each fetch of this follower takes `ms` longer."""
+    def slow(self, bid: int, ms: int | None) -> None:
+        """A straggler episode starts or ends: each fetch of this follower takes `ms` longer
+        (None: back to the broker's configured fetch_delay_ms)."""
         br = self.brokers[bid]
+        ms = self.cfg.fetch_delays.get(bid, 0) if ms is None else ms
         br.fetch_delay_ms = ms
         self.step(
             "broker_slow",
@@ -1816,7 +1818,7 @@ class Sim:
                 broker=bid,
             )
 
-    def crash(self, bid: int, lose_unflushed: bool, power: bool = False) -> None:
+    def crash(self, bid: int, lose_unflushed: bool, power: bool = False, lose_disk: bool = False) -> None:
         br = self.brokers[bid]
         if not br.alive:
             self._ignored(bid, f"B{bid} is not running, so there is nothing to crash")
@@ -1847,7 +1849,18 @@ class Sim:
             ),
             broker=bid,
         )
-        if lose_unflushed:
+        if lose_disk:
+            self.unsafe_history = True
+            if br.log:
+                self._truncate(
+                    br,
+                    0,
+                    "disk_lost",
+                    kind="broker_crash",
+                    text=f"B{bid}'s disk is destroyed: its whole log is gone",
+                )
+            br.cache = []
+        elif lose_unflushed:
             self.unsafe_history = True
             if lost:
                 self._truncate(
@@ -2463,7 +2476,7 @@ def _run_one(
             if not sim.settled():
                 sim.run_until(sim.now + a.max_ms, stop=sim.settled)
         elif do == "crash":
-            sim.crash(a.broker, a.lose_unflushed)
+            sim.crash(a.broker, a.lose_unflushed, lose_disk=a.lose_disk)
         elif do == "power_loss":
             ids = a.brokers if a.brokers is not None else [b for b, r in cfg.brokers if r == a.rack]
             sim.power_loss(ids)
