@@ -13,7 +13,7 @@ ZooKeeper registration is accepted), so it can rejoin as a follower while still 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -56,144 +56,87 @@ class Profile:
     kip279: bool = True  # 2.0: the leader answers the largest epoch <= the one asked, the follower iterates
 
 
-PROFILES: dict[str, Profile] = {
-    "0.8": Profile(
-        version="0.8",
-        label="Kafka 0.8 (historic)",
-        description="History, not today's Kafka: acks=N accepted, ISR by last fetch and lag in messages, "
-        "followers truncate to their own high watermark, no leader epochs, unclean election on.",
-        acks_default="1",
-        idempotence_available=False,
-        idempotence_default=False,
-        retries_default=0,
-        unclean_default=True,
-        lag_time_default_ms=10_000,
-        accepts_acks_above_one=True,
-        effective_min_isr_cap=False,
-        hw_freeze_under_min_isr=False,
-        leader_epochs=False,
-        isr_by_caught_up_time=False,
-        isr_check_half_lag=False,
-        caught_up_counts_for_hw=False,
-        fenced_not_eligible=False,
-        alter_partition=False,
-        epoch_bump_on_controller_shrink=True,
-        recovering_state=False,
-        elr_available=False,
-        periodic_unclean_check=False,
-        last_known_leader_must_be_alive=True,
-        session_guards_reregistration=False,
-    ),
-    "0.10": Profile(
-        version="0.10",
-        label="Kafka 0.10 (historic)",
-        description="History, not today's Kafka: acks>1 rejected (error 21), ISR by time since caught up, "
-        "followers still truncate to their own high watermark, unclean election on by default.",
-        acks_default="1",
-        idempotence_available=False,
-        idempotence_default=False,
-        retries_default=0,
-        unclean_default=True,
-        lag_time_default_ms=10_000,
-        accepts_acks_above_one=False,
-        effective_min_isr_cap=False,
-        hw_freeze_under_min_isr=False,
-        leader_epochs=False,
-        isr_by_caught_up_time=True,
-        isr_check_half_lag=True,
-        caught_up_counts_for_hw=True,
-        fenced_not_eligible=False,
-        alter_partition=False,
-        epoch_bump_on_controller_shrink=True,
-        recovering_state=False,
-        elr_available=False,
-        periodic_unclean_check=False,
-        last_known_leader_must_be_alive=True,
-        session_guards_reregistration=False,
-    ),
-    "1.1": Profile(
-        version="1.1",
-        label="Kafka 1.1 (historic)",
-        description="History, not today's Kafka: leader epochs exist (KIP-101, 0.11) but a leader that does "
-        "not know the follower's epoch answers with the start of its next epoch (fixed by KIP-279 in 2.0); "
-        "no AlterPartition, no high-watermark freeze, unclean election off by default.",
-        acks_default="1",
-        idempotence_available=True,
-        idempotence_default=False,
-        retries_default=0,
-        unclean_default=False,
-        lag_time_default_ms=10_000,
-        accepts_acks_above_one=False,
-        effective_min_isr_cap=False,
-        hw_freeze_under_min_isr=False,
-        leader_epochs=True,
-        isr_by_caught_up_time=True,
-        isr_check_half_lag=True,
-        caught_up_counts_for_hw=True,
-        fenced_not_eligible=False,
-        alter_partition=False,
-        epoch_bump_on_controller_shrink=True,
-        recovering_state=False,
-        elr_available=False,
-        periodic_unclean_check=False,
-        last_known_leader_must_be_alive=True,
-        session_guards_reregistration=False,
-        kip279=False,
-    ),
-    "3.6": Profile(
-        version="3.6",
-        label="Kafka 3.6",
-        description="Leader epochs and diverging-epoch truncation; no high-watermark freeze under min ISR; "
-        "no effective-min cap (min.insync.replicas > RF refuses every acks=all write); no ELR.",
-        acks_default="all",
-        idempotence_available=True,
-        idempotence_default=True,
-        retries_default=2_147_483_647,
-        unclean_default=False,
-        lag_time_default_ms=30_000,
-        accepts_acks_above_one=False,
-        effective_min_isr_cap=False,
-        hw_freeze_under_min_isr=False,
-        leader_epochs=True,
-        isr_by_caught_up_time=True,
-        isr_check_half_lag=True,
-        caught_up_counts_for_hw=True,
-        fenced_not_eligible=True,
-        alter_partition=True,
-        epoch_bump_on_controller_shrink=False,
-        recovering_state=True,
-        elr_available=False,
-        periodic_unclean_check=False,
-        last_known_leader_must_be_alive=True,
-        session_guards_reregistration=True,
-    ),
-    "4.1": Profile(
-        version="4.1",
-        label="Kafka 4.1",
-        description="Today's Kafka: high watermark frozen under min ISR, effective min ISR = "
-        "min(min.insync.replicas, RF), eligible leader replicas on by default for new clusters.",
-        acks_default="all",
-        idempotence_available=True,
-        idempotence_default=True,
-        retries_default=2_147_483_647,
-        unclean_default=False,
-        lag_time_default_ms=30_000,
-        accepts_acks_above_one=False,
-        effective_min_isr_cap=True,
-        hw_freeze_under_min_isr=True,
-        leader_epochs=True,
-        isr_by_caught_up_time=True,
-        isr_check_half_lag=True,
-        caught_up_counts_for_hw=True,
-        fenced_not_eligible=True,
-        alter_partition=True,
-        epoch_bump_on_controller_shrink=False,
-        recovering_state=True,
-        elr_available=True,
-        periodic_unclean_check=True,
-        last_known_leader_must_be_alive=True,
-        session_guards_reregistration=True,
-    ),
-}
+# Each profile is written as the one before it plus what changed, so the file reads as the
+# version matrix of kafka-semantics.md §12.
+_V0_8 = Profile(
+    version="0.8",
+    label="Kafka 0.8 (historic)",
+    description="History, not today's Kafka: acks=N accepted, ISR by last fetch and lag in messages, "
+    "followers truncate to their own high watermark, no leader epochs, unclean election on.",
+    acks_default="1",
+    idempotence_available=False,
+    idempotence_default=False,
+    retries_default=0,
+    unclean_default=True,
+    lag_time_default_ms=10_000,
+    accepts_acks_above_one=True,
+    effective_min_isr_cap=False,
+    hw_freeze_under_min_isr=False,
+    leader_epochs=False,
+    isr_by_caught_up_time=False,
+    isr_check_half_lag=False,
+    caught_up_counts_for_hw=False,
+    fenced_not_eligible=False,
+    alter_partition=False,
+    epoch_bump_on_controller_shrink=True,
+    recovering_state=False,
+    elr_available=False,
+    periodic_unclean_check=False,
+    last_known_leader_must_be_alive=True,
+    session_guards_reregistration=False,
+)
+_V0_10 = replace(
+    _V0_8,
+    version="0.10",
+    label="Kafka 0.10 (historic)",
+    description="History, not today's Kafka: acks>1 rejected (error 21), ISR by time since caught up, "
+    "followers still truncate to their own high watermark, unclean election on by default.",
+    accepts_acks_above_one=False,  # 0.9 (KIP-1, KAFKA-1697)
+    isr_by_caught_up_time=True,  # 0.9 (KAFKA-1546)
+    isr_check_half_lag=True,  # 0.10.2 (KAFKA-4485)
+    caught_up_counts_for_hw=True,  # 0.10.2 (KAFKA-4485)
+)
+_V1_1 = replace(
+    _V0_10,
+    version="1.1",
+    label="Kafka 1.1 (historic)",
+    description="History, not today's Kafka: leader epochs exist (KIP-101, 0.11) but a leader that does "
+    "not know the follower's epoch answers with the start of its next epoch (fixed by KIP-279 in 2.0); "
+    "no AlterPartition, no high-watermark freeze, unclean election off by default.",
+    idempotence_available=True,  # 0.11 (KIP-98)
+    unclean_default=False,  # 0.11 (KIP-106)
+    leader_epochs=True,  # 0.11 (KIP-101)
+    kip279=False,
+)
+_V3_6 = replace(
+    _V1_1,
+    version="3.6",
+    label="Kafka 3.6",
+    description="Leader epochs and diverging-epoch truncation; no high-watermark freeze under min ISR; "
+    "no effective-min cap (min.insync.replicas > RF refuses every acks=all write); no ELR.",
+    acks_default="all",  # 3.0 (KIP-679)
+    idempotence_default=True,  # 3.0 (KIP-679)
+    retries_default=2_147_483_647,  # 2.1
+    lag_time_default_ms=30_000,  # 2.5
+    kip279=True,  # 2.0
+    alter_partition=True,  # 2.7 (KIP-497)
+    recovering_state=True,  # 3.2 (KIP-704)
+    fenced_not_eligible=True,  # 3.6 (KAFKA-15021)
+    epoch_bump_on_controller_shrink=False,  # 3.6 (KAFKA-15021)
+    session_guards_reregistration=True,  # KRaft: no new incarnation while the old session lives
+)
+_V4_1 = replace(
+    _V3_6,
+    version="4.1",
+    label="Kafka 4.1",
+    description="Today's Kafka: high watermark frozen under min ISR, effective min ISR = "
+    "min(min.insync.replicas, RF), eligible leader replicas on by default for new clusters.",
+    effective_min_isr_cap=True,  # 3.7 (KAFKA-15583)
+    hw_freeze_under_min_isr=True,  # 3.7 (KAFKA-15583)
+    elr_available=True,  # 4.0 available, 4.1 default on new clusters (KIP-966)
+    periodic_unclean_check=True,  # 3.9 deferred, 4.0 periodic (KAFKA-12670, KAFKA-17793)
+)
+
+PROFILES: dict[str, Profile] = {p.version: p for p in (_V0_8, _V0_10, _V1_1, _V3_6, _V4_1)}
 
 DEFAULT_VERSION = "4.1"
