@@ -91,7 +91,6 @@ class Broker:
         "pending_isr",
         "fstate",
         "epoch_start",
-        "recovery",
         "parked",
         "parked_fetch",
         "fetch_inflight",
@@ -100,7 +99,6 @@ class Broker:
         "clean_shutdown",
         "batch_offsets",
         "last_hold",
-        "hb_gen",
         "fetch_delay_ms",
         "answered",
     )
@@ -126,7 +124,6 @@ class Broker:
         self.pending_isr: list[int] = []
         self.fstate: dict[int, FollowerState] = {}
         self.epoch_start = 0
-        self.recovery = "RECOVERED"
         self.parked: list[
             list[Any]
         ] = []  # produce purgatory: [batch, attempt, required offset, acks, expiry]
@@ -137,7 +134,6 @@ class Broker:
         self.clean_shutdown = False
         self.batch_offsets: dict[int, tuple[int, int]] = {}
         self.last_hold = -1
-        self.hb_gen = 0
         self.fetch_delay_ms = 0  # not a Kafka config: extra time each of this follower's fetches takes
         self.answered: set[tuple[int, int]] = set()  # pre-KIP-279 epoch answers already narrated
 
@@ -1769,8 +1765,6 @@ class Sim:
             br.fetch_gen += 1
             br.fetch_inflight = False
         br.last_hold = -1
-        if meta["recovery"] == "RECOVERING":
-            br.recovery = "RECOVERED"
         if not quiet:
             self.step(
                 "leader_become",

@@ -415,7 +415,3 @@ STEP_KINDS: dict[str, StepKind] = {
         "the leader-epoch cache records where an epoch starts",
     ),
 }
-
-
-def kind(name: str) -> StepKind:
-    return STEP_KINDS[name]
