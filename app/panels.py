@@ -56,7 +56,7 @@ def _status(broker: dict[str, Any]) -> str:
     text = {"running": "running", "crashed": "crashed", "shutdown": "shut down"}.get(status, str(status))
     if broker.get("fenced"):
         text += ", fenced"
-    if broker.get("isolated_from"):
+    if "controller" in (broker.get("isolated_from") or []):
         text += ", isolated"
     return text
 

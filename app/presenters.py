@@ -321,9 +321,17 @@ def _broker_status(broker: dict[str, Any]) -> tuple[str, str]:
         text += ", fenced"
     if status == "running" and not broker.get("fetching", True):
         text += ", not fetching"
-    if broker.get("isolated_from"):
+    if is_isolated(broker):
         text += ", isolated"
+    elif broker.get("isolated_from"):
+        text += ", cut off from " + ", ".join(f"B{p}" for p in broker["isolated_from"] if str(p).isdigit())
     return glyph + " " + text, status
+
+
+def is_isolated(broker: dict[str, Any]) -> bool:
+    """Cut off from the controller: the broker's own network is down (an `isolate` without
+    `from`), rather than some other broker being cut off from it."""
+    return "controller" in (broker.get("isolated_from") or [])
 
 
 def diagram(
@@ -704,7 +712,7 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
         b = timeline.view["brokers"][key]
         bid = int(key)
         status = b.get("status", "running" if b.get("alive", True) else "crashed")
-        network = "heal" if b.get("isolated_from") else "isolate"
+        network = "heal" if is_isolated(b) else "isolate"
         if status == "running":
             verbs = [
                 "crash",

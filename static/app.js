@@ -51,9 +51,11 @@
   });
 
   // -- keep keyboard focus across panel swaps ------------------------------------------------
-  // htmx restores focus by id after most swaps, but not reliably after out-of-band swaps with
-  // hx-swap="none"; remember the focused control's id when a response arrives and put focus
-  // back if the swap left it on <body>.
+  // htmx restores focus by id when a swap replaces the focused element (its id survives the
+  // swap). This is the fallback for any swap that still leaves focus on <body>: remember the
+  // focused control's id when a request starts and put focus back after the swap settles.
+  // (The old flake, focus on <body> after a quick second Enter, was a full page load: see the
+  // htmx-config settle delay in templates/base.html.)
   var focusedId = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
     var active = document.activeElement;
