@@ -704,3 +704,127 @@ LIVE["live_epoch_caches"] = live_epoch_caches
 LIVE["live_truncated"] = live_truncated
 LIVE["live_acked_copies"] = live_acked_copies
 LIVE["live_partitions"] = live_partitions
+
+
+# --------------------------------------------------------------------------------------------
+# live answers for deep dives d1 (the slowest follower) and d4 (the arithmetic of losing data)
+
+
+def _produce_so_far(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The produce entries, limited to those sent by the time of the `view` when there is one."""
+    produces = list(result.get("produce") or [])
+    view = result.get("view")
+    if isinstance(view, dict) and isinstance(view.get("t_ms"), int):
+        produces = [p for p in produces if int(p.get("sent_ms") or 0) <= view["t_ms"]]
+    return produces
+
+
+def live_slowest_follower(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    isr = [int(r) for r in part.get("isr") or []]
+    slow = sorted(((int(b), int(br.get("fetch_delay_ms") or 0)) for b, br in state["brokers"].items()
+                   if int(br.get("fetch_delay_ms") or 0) > 0 and int(b) in (part.get("replicas") or [])),
+                  key=lambda t: -t[1])
+    t_now = state.get("t_ms")
+    waited = [p for p in _produce_so_far(result)
+              if p.get("outcome") == "acked" and p.get("done_ms") is not None
+              and str(p.get("acks")) in ("all", "-1") and (t_now is None or int(p["done_ms"]) <= int(t_now))]
+    parts = []
+    if slow:
+        b, ms = slow[0]
+        where = "inside the ISR, so every acks=all write waits for it" if b in isr else \
+            "outside the ISR, so acks=all writes no longer wait for it"
+        parts.append(f"In your run broker {b}'s fetches take {ms} ms longer, and it is {where}")
+    else:
+        parts.append("In your run no follower is slowed down right now")
+    if waited:
+        longest = max(waited, key=lambda p: int(p["done_ms"]) - int(p["sent_ms"]))
+        took = int(longest["done_ms"]) - int(longest["sent_ms"])
+        recs = _records(list(longest.get("records") or []))
+        parts.append(f"your slowest acknowledged acks=all write ({recs}) "
+                     f"took {took / 1000:.1f} s from send to acknowledgement" if took >= 1000 else
+                     f"your slowest acknowledged acks=all write took {took} ms")
+    return "; ".join(parts) + "."
+
+
+def live_replication_rule(result: dict[str, Any]) -> str | None:
+    proposals = [str(p) for p in result.get("proposals") or []]
+    lost = list(result.get("lost_acked_records") or [])
+    if "KIP-250" in proposals:
+        text = ("Your run uses the KIP-250 proposal, which is not Kafka: a quorum of replicas is enough to "
+                "acknowledge, and the controller elects the live in-sync replica with the longest log.")
+        if lost:
+            text += f" It has lost acknowledged {_records(lost)} so far."
+        return text
+    text = "Your run uses Kafka's own rule: the leader waits for every in-sync replica before acknowledging."
+    if "KIP-926" in proposals:
+        text = "Your run uses the KIP-926 proposal (acks=min.insync.replicas), which is not Kafka."
+    return text
+
+
+def _partition_rows(result: dict[str, Any]) -> list[tuple[list[int], dict[str, Any]]]:
+    at_view = isinstance(result.get("view"), dict)
+    rows = []
+    for p in result.get("partitions") or []:
+        snap = (p.get("view") if at_view else None) or p.get("final") or {}
+        rows.append(([int(r) for r in p.get("replicas") or []], snap))
+    if not rows:
+        state = _state(result)
+        rows.append(([int(r) for r in state["partition"].get("replicas") or []], state))
+    return rows
+
+
+def live_copies_by_rack(result: dict[str, Any]) -> str | None:
+    rows = _partition_rows(result)
+    described, shared = [], 0
+    for i, (replicas, snap) in enumerate(rows):
+        brokers = snap.get("brokers") or {}
+        racks = [(brokers.get(str(r)) or {}).get("rack") for r in replicas]
+        if all(r is None for r in racks):
+            described.append(f"partition {i} on brokers {', '.join(map(str, replicas))} (no broker.rack set)")
+            continue
+        if len(set(racks)) < len(racks):
+            shared += 1
+        described.append(f"partition {i} in racks {'/'.join(str(r) for r in racks)}")
+    text = "In your run: " + "; ".join(described[:6]) + "."
+    if shared:
+        text += (f" {shared} partition{'s have' if shared != 1 else ' has'} two copies in one rack, so one "
+                 "rack failure takes more than one copy.")
+    elif any("racks" in d for d in described):
+        text += (" Every partition has its copies in different racks, so one rack failure takes at most "
+                 "one copy.")
+    else:
+        text += " Kafka cannot spread copies across failure domains it has not been told about."
+    return text
+
+
+def live_cap_position(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    part = state["partition"]
+    isr, eff = list(part.get("isr") or []), _effective_min(part)
+    lost = list(result.get("lost_acked_records") or [])
+    steps = _steps_so_far(result)
+    unclean = any(s.get("kind") == "controller_elect_unclean" for s in steps)
+    if unclean:
+        gone = f", and {_records(lost)} acknowledged before is gone." if lost else "."
+        return ("Right now your topic has chosen availability: an unclean election brought it back online "
+                "with a replica that was out of sync" + gone)
+    if part.get("leader", -1) == -1 or not part.get("online", True):
+        return ("Right now your topic has chosen consistency: no in-sync replica is available, so the "
+                "partition is offline rather than lead with a replica that may be missing acknowledged "
+                "writes.")
+    if len(isr) < eff:
+        return (f"Right now your topic has chosen consistency: the ISR {_set(isr)} is below the effective "
+                f"min.insync.replicas of {eff}, so acks=all writes are refused.")
+    text = (f"Right now your topic is both available and consistent: the ISR {_set(isr)} meets the effective "
+            f"minimum of {eff}.")
+    if eff == 1:
+        text += " With a minimum of 1 it will keep accepting writes on a single copy if the others drop out."
+    return text
+
+
+LIVE["live_slowest_follower"] = live_slowest_follower
+LIVE["live_replication_rule"] = live_replication_rule
+LIVE["live_copies_by_rack"] = live_copies_by_rack
+LIVE["live_cap_position"] = live_cap_position
