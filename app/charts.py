@@ -225,6 +225,10 @@ class _LogY:
         frac = (math.log10(v) - self.lo) / (self.hi - self.lo)
         return self.bottom - min(max(frac, 0.0), 1.0) * (self.bottom - self.top)
 
+    def unclamped(self, v: float) -> float:
+        frac = (math.log10(max(v, 1e-300)) - self.lo) / (self.hi - self.lo)
+        return self.bottom - frac * (self.bottom - self.top)
+
     def ticks(self, max_labels: int = 6) -> list[int]:
         span = self.hi - self.lo
         step = max(1, math.ceil(span / max_labels))
@@ -506,7 +510,9 @@ def loss_chart(knobs: dict[str, Any]) -> dict[str, Any]:
     floor = data["independent"][-1]["p_loss_year"]["ci95"][1]  # the k=0 upper bound
     cursor_i = rfs.index(int(cur["replication.factor"]))
 
-    legend = [(CLOSED_FORM[1], CLOSED_FORM[2], "", "6 4")]
+    below = any(v is not None and 0 < v < CLIP for v in closed)
+    legend = [(CLOSED_FORM[1] + ("\n(it runs off the bottom below 10⁻¹²)" if below else ""),
+               CLOSED_FORM[2], "", "6 4")]
     legend += [(label, colour, marker, dash) for _, label, _, colour, marker, dash in LOSS_SERIES]
     legend.append(("hollow ▽: none seen, true value below it", "#888888", "", "1 3"))
     legend.append((f"too rare to see in {trials:,} partition-years", "", "swatch", ""))
@@ -535,14 +541,14 @@ def loss_chart(knobs: dict[str, Any]) -> dict[str, Any]:
     cx = _xpos(n, cursor_i)
     body.append(f'<line class="cursor" x1="{cx:.1f}" x2="{cx:.1f}" y1="{top:.1f}" y2="{bottom:.1f}" '
                 f'stroke="currentColor" stroke-width="2" stroke-dasharray="5 4" stroke-opacity=".7"/>')
-    cf_pts = [(_xpos(n, i), sy(v)) for i, v in enumerate(closed) if v]
+    # the closed form keeps falling below the chart's floor: draw it unclamped and clip it
+    cf_pts = [(_xpos(n, i), sy.unclamped(v)) for i, v in enumerate(closed) if v]
     cf_str = " ".join(f"{x:.1f},{yy:.1f}" for x, yy in cf_pts)
+    body.append(f'<clipPath id="loss-rf-clip"><rect x="{LEFT}" y="{top:.1f}" width="{W - LEFT - RIGHT}" '
+                f'height="{plot_h}"/></clipPath>')
     body.append(f'<polyline class="series closed-form" fill="none" stroke="{CLOSED_FORM[2]}" '
-                f'stroke-width="2.5" stroke-dasharray="6 4" points="{cf_str}"/>')
-    clipped = [i for i, v in enumerate(closed) if v is not None and 0 < v < 10.0 ** sy.lo]
-    if clipped:
-        body.append(f'<text x="{_xpos(n, clipped[0]) - 6:.1f}" y="{bottom - 10:.1f}" text-anchor="end" '
-                    f'fill="currentColor" font-size="{FONT - 1}">closed form ↓ below 10⁻¹²</text>')
+                f'stroke-width="2.5" stroke-dasharray="6 4" points="{cf_str}" '
+                'clip-path="url(#loss-rf-clip)"/>')
     offsets = {"independent": -9, "rack_random": -3, "rack_aware": 3, "site": 9}
     for key, _label, _extra, colour, marker, dash in LOSS_SERIES:
         line = []
