@@ -54,6 +54,9 @@ class Profile:
     last_known_leader_must_be_alive: bool  # KAFKA-19522 (2025)
     session_guards_reregistration: bool  # KRaft refuses a new incarnation while the old session lives
     kip279: bool = True  # 2.0: the leader answers the largest epoch <= the one asked, the follower iterates
+    # 4.x keeps a cleanly shut-down broker's session until it expires, so it cannot re-register
+    # for about broker.session.timeout.ms (kafka-claims-verified.md N4); 3.9 did not
+    fenced_keeps_session: bool = False
 
 
 # Each profile is written as the one before it plus what changed, so the file reads as the
@@ -135,6 +138,7 @@ _V4_1 = replace(
     hw_freeze_under_min_isr=True,  # 3.7 (KAFKA-15583)
     elr_available=True,  # 4.0 available, 4.1 default on new clusters (KIP-966)
     periodic_unclean_check=True,  # 3.9 deferred, 4.0 periodic (KAFKA-12670, KAFKA-17793)
+    fenced_keeps_session=True,  # 4.1 (KAFKA-19130 took back the quick re-registration)
 )
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (_V0_8, _V0_10, _V1_1, _V3_6, _V4_1)}

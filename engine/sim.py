@@ -1624,7 +1624,8 @@ class Sim:
         if inc <= r.inc and r.registered:
             return
         guarded = self.prof.session_guards_reregistration
-        if guarded and not r.fenced and self.now - r.last_hb <= self.cfg.session_timeout_ms:
+        live_session = not r.fenced or self.prof.fenced_keeps_session
+        if guarded and live_session and self.now - r.last_hb <= self.cfg.session_timeout_ms:
             return  # CCM 363-372: DUPLICATE_BROKER_REGISTRATION while the old session lives; it retries
         r.registered = True
         r.inc = inc

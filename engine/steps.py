@@ -162,7 +162,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "broker",
         "Partition.fetchRecords",
         _P,
-        "1450-1531",
+        "1463-1472",
         "the leader records the follower's fetch offset as its LEO and sends records",
     ),
     "leader_diverging_epoch": StepKind(
@@ -176,14 +176,14 @@ STEP_KINDS: dict[str, StepKind] = {
         "broker",
         "Partition.maybeShrinkIsr",
         _P,
-        "1253-1329",
+        "1253-1291",
         "a follower is out of sync: AlterPartition is sent to shrink the ISR",
     ),
     "leader_expand_isr": StepKind(
         "broker",
         "Partition.maybeExpandIsr",
         _P,
-        "1016-1066",
+        "1016-1048",
         "a follower reached the HW and the epoch start: AlterPartition to add it",
     ),
     "leader_commit_isr": StepKind(
@@ -197,7 +197,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "broker",
         "Partition.makeLeader",
         _P,
-        "733-822",
+        "778-806",
         "the broker becomes leader: new epoch starts at its LEO; follower LEOs unknown",
     ),
     # follower
@@ -224,9 +224,9 @@ STEP_KINDS: dict[str, StepKind] = {
     ),
     "follower_truncate_to_hw": StepKind(
         "broker",
-        "ReplicaFetcherThread.truncate (pre-0.11)",
-        _RFT,
-        "175-189",
+        "AbstractFetcherThread.truncateToHighWatermark (the pre-0.11 rule, kept for logs without epochs)",
+        _AFT,
+        "235-251",
         "historic rule: the follower cuts its log back to its own HW",
     ),
     "follower_become": StepKind(
@@ -237,7 +237,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "broker",
         "UnifiedLog.flush",
         _UL,
-        "930-934",
+        "932",
         "flush.messages reached: the log is fsynced up to its LEO",
     ),
     "broker_crash": StepKind(
@@ -254,7 +254,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "operator",
         "BrokerLifecycleManager controlled shutdown",
         _RCM,
-        "1427-1436",
+        "1363-1373",
         "a clean shutdown: leadership moves away, the log is flushed",
     ),
     "broker_restart": StepKind(
@@ -304,7 +304,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "controller",
         "ClusterControlManager.registerBroker",
         _CCM,
-        "363-445",
+        "341-464",
         "a broker registers a new incarnation (unclean restarts leave ISR/ELR)",
     ),
     "controller_unfence_broker": StepKind(
@@ -354,7 +354,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "controller",
         "PartitionChangeBuilder.electAnyLeader",
         _PCB,
-        "281-285",
+        "261-289",
         "unclean election: the first live replica in assignment order, in or "
         "out of the ISR; the partition is RECOVERING",
     ),
@@ -376,7 +376,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "controller",
         "PartitionChangeBuilder.build",
         _PCB,
-        "446-454",
+        "261-289",
         "no valid leader: the partition goes offline (leader -1)",
     ),
     "controller_update_elr": StepKind(
