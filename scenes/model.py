@@ -161,7 +161,10 @@ class Compare(_Strict):
 
     title: str
     label: str  # e.g. "Not Kafka: commit on a majority (the KIP-250 proposal)"
-    patch: dict[str, Any]
+    patch: dict[str, Any] = Field(default_factory=dict)
+    # "section.key" entries removed from the scenario before the patch (TOML has no null), e.g.
+    # "topic.quorum.required.acks" to run a proposal beat's comparison under Kafka's own rule
+    unset: list[str] = Field(default_factory=list)
     narration: str = ""
 
 
@@ -305,7 +308,15 @@ class Scene(_Strict):
             beat = self.beat(beat)
         if beat.compare is None:
             return None
-        return _deep_merge(self.scenario_for(beat, overrides, actions), beat.compare.patch)
+        scenario = self.scenario_for(beat, overrides, actions)
+        for path in beat.compare.unset:
+            # a scenario section, then a key that may itself contain dots ("topic", "quorum.required.acks")
+            section, _, key = path.partition(".")
+            if key:
+                scenario.get(section, {}).pop(key, None)
+            else:
+                scenario.pop(section, None)
+        return _deep_merge(scenario, beat.compare.patch)
 
     def scenario_for(self, beat: Beat | str | None = None,
                      overrides: dict[str, KnobValue] | None = None,
