@@ -3,14 +3,17 @@
     python bench/pipeline.py [--skip-grid] [--grid shipped]
 
 Prints: (1) simulated produce requests per second per core in the latency kernel (one process,
-one typical point; every request is evaluated under all four ack rules and both end-to-end
-views); (2) Spark's overhead: the same latency points on local[2] against one plain process,
-as a ratio of wall times, and per core; (3) the wall time of the whole grid on local[2].
+one typical point, best of 5 wall times; every request is evaluated under all four ack rules
+and both end-to-end views); (2) Spark's overhead: the same latency points on local[2] against
+one plain process, as a ratio of wall times, and per core; (3) the wall time of the whole grid
+on local[2]. Each line ends with the 1-minute load average (the machines are shared: on two
+cores, a load above 2 means the figures are slower than the code).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -66,6 +69,10 @@ def spark_overhead(n_points: int = 48) -> tuple[float, float]:
     return plain, on_spark
 
 
+def load_avg() -> str:
+    return f"[load {os.getloadavg()[0]:.2f}]"
+
+
 def main_(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--skip-grid", action="store_true", help="do not time the whole grid")
@@ -74,12 +81,13 @@ def main_(argv=None) -> int:
     rate = kernel_rate()
     print(
         f"latency kernel: {rate / 1e6:.2f} M simulated produce requests/s on one core "
-        f"({rate * 6 / 1e6:.1f} M request-evaluations/s over 4 ack rules + 2 end-to-end views)"
+        f"({rate * 6 / 1e6:.1f} M request-evaluations/s over 4 ack rules + 2 end-to-end views) {load_avg()}"
     )
     plain, on_spark = spark_overhead()
     print(
         f"48 latency points: one plain process {plain:.1f} s, Spark local[{CORES}] {on_spark:.1f} s; "
-        f"speed-up {plain / on_spark:.2f}x, Spark overhead per core {on_spark * CORES / plain:.2f}x"
+        f"speed-up {plain / on_spark:.2f}x, Spark overhead per core {on_spark * CORES / plain:.2f}x "
+        f"{load_avg()}"
     )
     if not args.skip_grid:
         with tempfile.TemporaryDirectory() as out:
@@ -92,7 +100,10 @@ def main_(argv=None) -> int:
                 no_progress=False,
             )
             info = main.run(ns)
-        print(f"{args.grid} grid: {info['points']} points in {info['wall_s']:.0f} s on local[{CORES}]")
+        print(
+            f"{args.grid} grid: {info['points']} points in {info['wall_s']:.0f} s "
+            f"on local[{CORES}] {load_avg()}"
+        )
     return 0
 
 

@@ -78,7 +78,7 @@ def decide(
                 if r not in isr:
                     intact[r] = False
 
-    for t, kind, reps, destroys in sorted(timeline, key=lambda e: (e[0], e[1] != "down")):
+    for t, kind, reps, destroys in sorted(timeline, key=_event_order):
         if not writable():
             unavailable_h += t - last_t
         last_t = t
@@ -166,23 +166,31 @@ def simulate(
     unavailable_h = 0.0
     replayed = 0
     all_down_instant = 0  # replicas all down at a random instant of the year
-    for i in np.nonzero(any_event)[0]:
+    # plain Python values for the per-trial loop (the draws are the same, in the same order)
+    rack_rows = rack_of.tolist()
+    fail_rows = n_fail.tolist()
+    power_counts = n_power.tolist()
+    n_hit = min(blast_racks, racks)
+    for i in np.nonzero(any_event)[0].tolist():
         timeline = []
-        for r in range(rf):
-            for t in rng.random(n_fail[i, r]) * HOURS_PER_YEAR:
-                timeline.append((float(t), "down", (r,), True))
-                timeline.append((float(t + repair_h), "up", (r,), True))
-        for t in rng.random(n_power[i]) * HOURS_PER_YEAR:
-            hit = rng.choice(racks, size=min(blast_racks, racks), replace=False)
-            reps = tuple(int(r) for r in range(rf) if rack_of[i, r] in hit)
-            if reps:
-                timeline.append((float(t), "down", reps, False))
-                timeline.append((float(t + POWER_RESTORE_H), "up", reps, False))
+        for r, k in enumerate(fail_rows[i]):
+            if k:
+                for t in (rng.random(k) * HOURS_PER_YEAR).tolist():
+                    timeline.append((t, "down", (r,), True))
+                    timeline.append((t + repair_h, "up", (r,), True))
+        if power_counts[i]:
+            row = rack_rows[i]
+            for t in (rng.random(power_counts[i]) * HOURS_PER_YEAR).tolist():
+                hit = set(rng.choice(racks, size=n_hit, replace=False).tolist())
+                reps = tuple(r for r in range(rf) if row[r] in hit)
+                if reps:
+                    timeline.append((t, "down", reps, False))
+                    timeline.append((t + POWER_RESTORE_H, "up", reps, False))
         if not timeline:
             continue
+        timeline.sort(key=_event_order)
         probe = float(rng.random() * HOURS_PER_YEAR)
-        down_now = _down_at(timeline, rf, probe)
-        if all(down_now):
+        if _all_down_at(timeline, rf, probe):
             all_down_instant += 1
         if not one_is_enough and not _overlaps(timeline, rf):
             continue
@@ -202,9 +210,14 @@ def simulate(
     }
 
 
+def _event_order(e) -> tuple[float, bool]:
+    """Time order; at the same instant a "down" comes before an "up"."""
+    return (e[0], e[1] != "down")
+
+
 def _down_at(timeline, rf: int, t: float) -> list[bool]:
     depth = [0] * rf
-    for when, kind, reps, _d in sorted(timeline, key=lambda e: (e[0], e[1] != "down")):
+    for when, kind, reps, _d in sorted(timeline, key=_event_order):
         if when > t:
             break
         for r in reps:
@@ -212,14 +225,37 @@ def _down_at(timeline, rf: int, t: float) -> list[bool]:
     return [d > 0 for d in depth]
 
 
-def _overlaps(timeline, rf: int) -> bool:
-    """True if at some instant two or more replicas are down (or rf == 1 and one is)."""
+def _all_down_at(timeline, rf: int, t: float) -> bool:
+    """all(_down_at(...)) for a timeline already in _event_order."""
     depth = [0] * rf
-    for _when, kind, reps, _d in sorted(timeline, key=lambda e: (e[0], e[1] != "down")):
+    for when, kind, reps, _d in timeline:
+        if when > t:
+            break
+        step = 1 if kind == "down" else -1
         for r in reps:
-            depth[r] += 1 if kind == "down" else -1
-        if sum(1 for d in depth if d > 0) >= min(2, rf):
-            return True
+            depth[r] += step
+    return min(depth) > 0
+
+
+def _overlaps(timeline, rf: int) -> bool:
+    """True if at some instant two or more replicas are down (or rf == 1 and one is).
+    The timeline must be in _event_order."""
+    need = min(2, rf)
+    depth = [0] * rf
+    down = 0
+    for _when, kind, reps, _d in timeline:
+        if kind == "down":
+            for r in reps:
+                depth[r] += 1
+                if depth[r] == 1:
+                    down += 1
+            if down >= need:
+                return True
+        else:
+            for r in reps:
+                depth[r] -= 1
+                if depth[r] == 0:
+                    down -= 1
     return False
 
 
