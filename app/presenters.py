@@ -248,6 +248,15 @@ def beat_label(scene: Any, state: SceneState, timeline: Timeline) -> dict[str, A
     return _label_for(scene.beat(state.beat).label, timeline)
 
 
+def run_title(result: dict[str, Any]) -> str:
+    """ "This run: Kafka 4.1", naming any proposal it uses, so the title never says plain Kafka."""
+    title = f"This run: {(result.get('profile') or {}).get('label', 'Kafka')}"
+    proposals = list(result.get("proposals", []))
+    if proposals:
+        title += f" with the {' and '.join(proposals)} proposal (not Kafka)"
+    return title
+
+
 def compare_panel(
     scene: Any, state: SceneState, timeline: Timeline, run: Any, *, embed: bool = False
 ) -> dict[str, Any] | None:
@@ -259,7 +268,7 @@ def compare_panel(
         "title": compare.title,
         "label": run_label(compare.label),
         "narration": inline(compare.narration) if compare.narration else None,
-        "main_title": f"This run: {timeline.result.get('profile', {}).get('label', 'Kafka')}",
+        "main_title": run_title(timeline.result),
         "main_outcomes": produce_outcomes(timeline),
         "unavailable": run.unavailable,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
