@@ -2375,7 +2375,7 @@ def _run_partitions(
     cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
 ) -> dict[str, Any]:
     parts = _split(cfg)
-    record = steps or at_step is not None
+    record = True  # the merged step count and order need every partition's steps, even when not returned
     results = [
         _run_one(c, limits, steps=record, at_step=None, check_invariants=check_invariants) for c, _ in parts
     ]
