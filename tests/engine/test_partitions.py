@@ -20,13 +20,21 @@ def test_striped_placement_matches_the_reference_pattern():
 def test_a_lone_broker_in_its_own_rack_gets_nearly_every_partition():
     brokers = [(1, "a"), (2, "a"), (3, "a"), (4, "b"), (5, "b"), (6, "b"), (7, "c")]
     layouts = [striped_placement(brokers, 3, p) for p in range(6)]
-    assert all(7 in replicas for replicas in layouts), "§8: uneven racks concentrate replicas on the lone broker"
+    assert all(7 in replicas for replicas in layouts), (
+        "§8: uneven racks concentrate replicas on the lone broker"
+    )
 
 
 def test_step_count_is_the_same_with_and_without_recorded_steps():
-    sc = {"brokers": RACKED, "topic": {"replication.factor": 3, "partitions": 3},
-          "actions": [{"do": "produce", "records": ["x"], "partition": 1}, {"do": "crash", "broker": 1},
-                      {"do": "advance", "ms": 10_000}]}
+    sc = {
+        "brokers": RACKED,
+        "topic": {"replication.factor": 3, "partitions": 3},
+        "actions": [
+            {"do": "produce", "records": ["x"], "partition": 1},
+            {"do": "crash", "broker": 1},
+            {"do": "advance", "ms": 10_000},
+        ],
+    }
     quiet = simulate(sc)
     loud = simulate(sc, steps=True)
     assert quiet["step_count"] == loud["step_count"] == len(loud["steps"]) > 0
@@ -35,9 +43,17 @@ def test_step_count_is_the_same_with_and_without_recorded_steps():
 def test_a_rack_power_loss_costs_no_partition_an_acknowledged_record():
     actions = [{"do": "produce", "records": [f"x{p}"], "partition": p} for p in range(6)]
     actions += [{"do": "settle"}, {"do": "power_loss", "rack": "a"}, {"do": "advance", "ms": 10_000}]
-    actions += [{"do": "produce", "records": [f"y{p}"], "partition": p} for p in range(6)] + [{"do": "settle"}]
-    r = simulate({"brokers": RACKED, "topic": {"replication.factor": 3, "partitions": 6, "min.insync.replicas": 2},
-                  "actions": actions}, check_invariants=True)
+    actions += [{"do": "produce", "records": [f"y{p}"], "partition": p} for p in range(6)] + [
+        {"do": "settle"}
+    ]
+    r = simulate(
+        {
+            "brokers": RACKED,
+            "topic": {"replication.factor": 3, "partitions": 6, "min.insync.replicas": 2},
+            "actions": actions,
+        },
+        check_invariants=True,
+    )
     assert r["lost_acked_records"] == [] and r["violations"] == []
     assert sorted(r["acked_records"]) == sorted([f"x{p}" for p in range(6)] + [f"y{p}" for p in range(6)])
     assert len(r["partitions"]) == 6 and all(p["final"]["partition"]["online"] for p in r["partitions"])
