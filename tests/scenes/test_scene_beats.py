@@ -1,4 +1,6 @@
-"""Every beat of scene 05 runs on the real engine and shows what its narration claims.
+"""Every beat of scene 05 runs on the real engine and shows what its narration claims. (That every
+beat validates, replays without invariant violations and deterministically, as every scene's
+must, is in test_every_built_scene.py.)
 
 If one of these fails because the engine disagrees with kafka-semantics.md, the engine is wrong:
 do not bend the narration or the assertion to make it pass.
@@ -6,76 +8,15 @@ do not bend the narration or the assertion to make it pass.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from scene_helpers import action_index, engine, kinds, logs, produce, run
 
 from scenes import Scene, load_scene
-
-engine = pytest.importorskip("engine")
-if not hasattr(engine, "simulate"):
-    pytest.skip("the engine has no simulate() yet", allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
 def s05() -> Scene:
     return load_scene("05")
-
-
-_cache: dict[tuple, dict[str, Any]] = {}
-
-
-def run(scene: Scene, beat_id: str, overrides: dict | None = None, upto: int | None = None,
-        at_step: int | None = None) -> dict[str, Any]:
-    """Run a beat (optionally with knob overrides, or only its first `upto` actions)."""
-    key = (beat_id, tuple(sorted((overrides or {}).items())), upto, at_step)
-    if key not in _cache:
-        beat = scene.beat(beat_id)
-        actions = beat.actions if upto is None else beat.actions[:upto]
-        sc = scene.scenario_for(beat, overrides, actions=actions)
-        _cache[key] = engine.simulate(sc, steps=True, at_step=at_step)
-    return _cache[key]
-
-
-def action_index(scene: Scene, beat_id: str, **match: Any) -> int:
-    """Index of the first action of the beat whose fields include `match`."""
-    for i, a in enumerate(scene.beat(beat_id).actions):
-        if all(a.get(k) == v for k, v in match.items()):
-            return i
-    raise AssertionError(f"{beat_id} has no action {match}")
-
-
-def logs(result: dict[str, Any]) -> dict[int, list[str]]:
-    return {int(b): [e["record"] for e in br["log"]] for b, br in result["final"]["brokers"].items()}
-
-
-def produce(result: dict[str, Any], record: str) -> dict[str, Any]:
-    return next(p for p in result["produce"] if record in p["records"])
-
-
-def kinds(result: dict[str, Any]) -> list[str]:
-    return [s["kind"] for s in result["steps"]]
-
-
-# --------------------------------------------------------------------------------------------
-
-
-def test_every_beat_validates_and_replays_without_invariant_violations(s05):
-    for beat in s05.beats:
-        sc = s05.scenario_for(beat)
-        engine.validate(sc)
-        result = engine.simulate(sc, steps=True, check_invariants=True)
-        assert result["steps"], beat.id
-        assert result.get("violations", []) == [], (beat.id, result.get("violations"))
-        missing = set(beat.focus_step_kinds) - set(kinds(result))
-        assert not missing, (beat.id, missing)
-        assert result["proposals"] == []  # scene 05 is real Kafka only
-
-
-def test_every_beat_is_deterministic(s05):
-    for beat in s05.beats:
-        sc = s05.scenario_for(beat)
-        assert engine.simulate(sc, steps=True) == engine.simulate(sc, steps=True), beat.id
 
 
 def test_beat1_standard_setup_loses_nothing_and_keeps_writing(s05):

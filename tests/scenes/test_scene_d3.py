@@ -1,6 +1,8 @@
-"""Deep dive D3 (fsync and racks): the data loads, every knob value reaches the engine, and every
-beat replays on the real engine showing what its narration claims: page cache vs disk, process
-crash vs power loss, correlated power loss, and rack-striped placement over several partitions.
+"""Deep dive D3 (fsync and racks): every beat replays on the real engine showing what its narration
+claims: page cache vs disk, process crash vs power loss, correlated power loss, and rack-striped
+placement over several partitions. The checks every scene passes (among them: every value of the
+partitions knob validates except fewer partitions than a beat writes to, which the engine refuses
+with its own message) are in test_every_built_scene.py.
 
 If one of these fails because the engine disagrees with kafka-semantics.md, the engine is wrong:
 do not bend the narration or the assertion to make it pass.
@@ -8,17 +10,12 @@ do not bend the narration or the assertion to make it pass.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
+from scene_helpers import action_index, kinds, records, run, steps, truncated
 
 from scenes import Scene, load_scene
-from scenes.model import Knob, format_knob_value, split_target
-
-engine = pytest.importorskip("engine")
-if not hasattr(engine, "simulate"):
-    pytest.skip("the engine has no simulate() yet", allow_module_level=True)
 
 SCENE = "d3"
 BEATS = ["crash-keeps-page-cache", "power-loss-one-copy", "correlated-power-loss", "rack-loss-survives",
@@ -28,147 +25,6 @@ BEATS = ["crash-keeps-page-cache", "power-loss-one-copy", "correlated-power-loss
 @pytest.fixture(scope="module")
 def scene() -> Scene:
     return load_scene(SCENE)
-
-
-_cache: dict[tuple, dict[str, Any]] = {}
-
-
-def run(scene: Scene, beat_id: str, overrides: dict | None = None, upto: int | None = None,
-        compare: bool = False) -> dict[str, Any]:
-    key = (beat_id, tuple(sorted((overrides or {}).items())), upto, compare)
-    if key not in _cache:
-        beat = scene.beat(beat_id)
-        actions = None if upto is None else beat.actions[:upto]
-        sc = (scene.compare_scenario_for(beat, overrides, actions) if compare
-              else scene.scenario_for(beat, overrides, actions))
-        _cache[key] = engine.simulate(sc, steps=True, check_invariants=True)
-    return _cache[key]
-
-
-def action_index(scene: Scene, beat_id: str, **match: Any) -> int:
-    for i, a in enumerate(scene.beat(beat_id).actions):
-        if all(a.get(k) == v for k, v in match.items()):
-            return i
-    raise AssertionError(f"{beat_id} has no action {match}")
-
-
-def rows(result: dict[str, Any], b: int) -> list[tuple[int, int, str]]:
-    return [(e["offset"], e["epoch"], e["record"]) for e in result["final"]["brokers"][str(b)]["log"]]
-
-
-def records(result: dict[str, Any], b: int) -> list[str]:
-    return [e["record"] for e in result["final"]["brokers"][str(b)]["log"]]
-
-
-def truncated(result: dict[str, Any], b: int, why: str | None = None) -> list[str]:
-    return [t["record"] for t in result["final"]["brokers"][str(b)]["truncated"] if why in (None, t["why"])]
-
-
-def cache(result: dict[str, Any], b: int) -> list[list[int]]:
-    return result["final"]["brokers"][str(b)]["epoch_cache"]
-
-
-def steps(result: dict[str, Any], kind: str) -> list[dict[str, Any]]:
-    return [s for s in result["steps"] if s["kind"] == kind]
-
-
-def kinds(result: dict[str, Any]) -> set[str]:
-    return {s["kind"] for s in result["steps"]}
-
-
-
-# --------------------------------------------------------------------------------------------
-# the data and every beat on the engine
-
-def _all_values(knob: Knob) -> list:
-    if knob.kind == "choice":
-        return list(knob.choices or [])
-    if knob.kind == "bool":
-        return [False, True]
-    return list(range(knob.min, knob.max + 1))
-
-
-def test_base_scenario_agrees_with_knob_defaults(scene):
-    for knob in scene.knobs:
-        section, key = split_target(knob.target)
-        holder = scene.base_scenario if section is None else scene.base_scenario.get(section, {})
-        if key in holder:
-            assert holder[key] == knob.default, knob.key
-    assert scene.base_scenario["actions"] == []
-
-
-def test_narration_predict_and_qa_shape(scene):
-    from app.qa import LIVE
-
-    for beat in scene.beats:
-        paras = beat.paragraphs
-        assert 2 <= len(paras) - 1 <= 5 and paras[-1].startswith("Source: "), beat.id
-        assert re.search(r"(\.scala|\.java|KIP-|§)", paras[-1]), beat.id
-        p = beat.predict
-        assert len(p.options) >= 3 and len(set(p.options)) == len(p.options) and p.question.endswith("?")
-    assert 5 <= len(scene.qa) <= 10
-    assert sum(1 for q in scene.qa if q.live) >= 2
-    for q in scene.qa:
-        assert q.question.endswith("?") and q.sources and q.tags and q.scene == SCENE
-        sentences = [s for s in re.split(r"(?<=[.!?])\s+", q.answer.strip()) if s]
-        assert 2 <= len(sentences) <= 6, q.id
-        if q.live:
-            assert q.live in LIVE, q.live
-    assert scene.challenge.goal == "lose_acked_write" and scene.challenge.text
-
-
-def test_pseudocode_kinds_exist_once_and_link_the_engine_file(scene):
-    from engine.steps import STEP_KINDS
-
-    source_re = re.compile(r"^[a-z][\w/.-]+\.(scala|java)(#L\d+(-L\d+)?)?$")
-    seen: dict[str, str] = {}
-    for block in scene.pseudocode:
-        for i, line in enumerate(block.lines):
-            if line.source is not None:
-                assert source_re.match(line.source), line.source
-            for k in line.kinds:
-                assert k in STEP_KINDS, (block.id, k)
-                assert k not in seen, f"{k} is on {seen[k]} and {block.id}:{i}"
-                seen[k] = f"{block.id}:{i}"
-                if STEP_KINDS[k].path and line.source:
-                    assert line.source.split("#")[0] == STEP_KINDS[k].path, (block.id, k)
-    for beat in scene.beats:
-        for k in beat.focus_step_kinds:
-            assert k in STEP_KINDS, (beat.id, k)
-            assert k in seen or not STEP_KINDS[k].path, (beat.id, k, "focus kind without a pseudocode line")
-
-
-def test_page_renders(scene):
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # starlette 1.x warns that its TestClient wants httpx2
-        from fastapi.testclient import TestClient
-
-    from app.main import app
-
-    resp = TestClient(app).get(f"/scenes/{SCENE}")
-    assert resp.status_code == 200
-    assert scene.title.replace("=", "") in resp.text.replace("=", "")
-
-
-@pytest.mark.parametrize("beat_id", BEATS)
-def test_beat_replays_without_invariant_violations(scene, beat_id):
-    r = run(scene, beat_id)
-    assert r["steps"]
-    assert r.get("violations", []) == [], r.get("violations")[:3]
-    missing = set(scene.beat(beat_id).focus_step_kinds) - kinds(r)
-    assert not missing, missing
-
-
-@pytest.mark.parametrize("beat_id", BEATS)
-def test_beat_is_deterministic_and_its_comparison_is_clean(scene, beat_id):
-    sc = scene.scenario_for(beat_id)
-    assert engine.simulate(sc, steps=True) == engine.simulate(sc, steps=True)
-    if scene.beat(beat_id).compare is not None:
-        c = run(scene, beat_id, compare=True)
-        assert c["violations"] == []
-        assert c["proposals"] == [], "a comparison run shows Kafka's own rule"
 
 
 def test_header_panels_and_layout(scene):
@@ -181,27 +37,6 @@ def test_header_panels_and_layout(scene):
     assert "flush.messages" not in scene.base_scenario["topic"], "Kafka's default: never fsync"
     for beat in scene.beats:
         assert beat.label is None, "every d3 beat is today's Kafka"
-
-
-def test_every_knob_value_validates_on_every_beat(scene):
-    """Every value is accepted, except that the rack beats write to six partitions: with fewer the
-    engine refuses the scenario with its own readable message."""
-    all_defaults = {k.key: format_knob_value(k.default) for k in scene.knobs}
-    for knob in scene.knobs:
-        section, key = split_target(knob.target)
-        for value in _all_values(knob):
-            for beat in scene.beats:
-                presets = {k: format_knob_value(v) for k, v in beat.knobs.items()}
-                sc = scene.scenario_for(beat, {**all_defaults, **presets, knob.key: format_knob_value(value)})
-                got = sc[key] if section is None else sc[section][key]
-                assert got == value
-                highest = max((a.get("partition", 0) for a in beat.actions if a["do"] == "produce"),
-                              default=0)
-                if knob.key == "partitions" and value <= highest:
-                    with pytest.raises(engine.ScenarioError, match=r"partition\(s\)"):
-                        engine.validate(sc)
-                else:
-                    engine.validate(sc)
 
 
 def flushed(result: dict[str, Any], b: int) -> int:

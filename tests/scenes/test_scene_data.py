@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 import tomllib
@@ -12,18 +11,11 @@ import pytest
 
 import scenes
 from scenes import COURSE_QA, SCENE_IDS, all_qa, list_scenes, load_scene
-from scenes.model import Knob, Scene, format_knob_value, split_target
+from scenes.model import Scene, format_knob_value
 
 CURRICULUM_ORDER = ["01", "01a", "02", "02a", "03", "04", "04a", "05", "05a", "06", "07", "08", "09",
                     "d1", "d2", "d3", "d4"]
 BUILT = [s.id for s in list_scenes() if s.built]
-SOURCE_RE = re.compile(r"^[a-z][\w/.-]+\.(scala|java)(#L\d+(-L\d+)?)?$")
-
-
-def step_kinds() -> dict:
-    from engine.steps import STEP_KINDS  # the vocabulary module has no engine dependencies
-
-    return STEP_KINDS
 
 
 # --------------------------------------------------------------------------------------------
@@ -112,52 +104,9 @@ def test_knobs_are_the_real_kafka_keys_with_the_agreed_ranges(s05):
     assert knobs["eligible.leader.replicas.version"].target == "controller.eligible.leader.replicas.version"
     assert knobs["kafka_version"].choices == ["0.8", "0.10", "3.6", "4.1"]
     assert knobs["kafka_version"].target == "kafka_version"
-    for k in s05.knobs:
-        assert k.help.endswith(".") and k.label
 
 
-def _all_values(knob: Knob) -> list:
-    if knob.kind == "choice":
-        return list(knob.choices or [])
-    if knob.kind == "bool":
-        return [False, True]
-    return list(range(knob.min, knob.max + 1))
-
-
-def test_every_knob_value_gives_a_scenario_the_engine_accepts_and_reads(s05):
-    engine = pytest.importorskip("engine")
-    from engine.scenario import resolve
-
-    for knob in s05.knobs:
-        section, key = split_target(knob.target)
-        for value in _all_values(knob):
-            sc = s05.scenario_for(s05.beats[0], {knob.key: value})
-            got = sc[key] if section is None else sc[section][key]
-            assert got == value
-            parsed = engine.validate(sc)
-            cfg = resolve(parsed)
-            # the knob really reaches the engine's configuration
-            if knob.key == "min.insync.replicas":
-                assert cfg.min_isr == value
-            elif knob.key == "replication.factor":
-                assert cfg.replicas == list(range(1, value + 1))
-            elif knob.key == "unclean.leader.election.enable":
-                assert cfg.unclean is value
-            elif knob.key == "eligible.leader.replicas.version":
-                assert cfg.elr is (value == 1)
-            elif knob.key == "acks":
-                assert cfg.acks == {"all": -1, "0": 0, "1": 1}[value]
-            elif knob.key == "kafka_version":
-                assert cfg.profile.version == value
-
-
-def test_base_scenario_agrees_with_knob_defaults(s05):
-    for knob in s05.knobs:
-        section, key = split_target(knob.target)
-        holder = s05.base_scenario if section is None else s05.base_scenario.get(section, {})
-        if key in holder:
-            assert holder[key] == knob.default, knob.key
-    assert s05.base_scenario["actions"] == []
+def test_base_scenario_has_five_brokers(s05):
     assert [b["id"] for b in s05.base_scenario["brokers"]] == [1, 2, 3, 4, 5]
 
 
@@ -195,49 +144,8 @@ def test_six_curriculum_beats_in_order(s05):
     assert s05.beat("elr-recovers").knobs["eligible.leader.replicas.version"] == 1
 
 
-def test_beats_narrate_in_2_to_5_paragraphs_and_cite_sources(s05):
-    for beat in s05.beats:
-        paras = beat.paragraphs
-        assert 2 <= len(paras) - 1 <= 5, beat.id
-        assert paras[-1].startswith("Source: "), beat.id
-        assert re.search(r"(\.scala|\.java|KIP-|§)", paras[-1]), beat.id
-
-
-def test_predict_answers_in_range(s05):
-    for beat in s05.beats:
-        p = beat.predict
-        assert 0 <= p.answer < len(p.options) and len(p.options) >= 3
-        assert len(set(p.options)) == len(p.options)
-        assert p.question.endswith("?") and p.explanation
-
-
-def test_focus_step_kinds_exist(s05):
-    kinds = step_kinds()
-    for beat in s05.beats:
-        assert beat.focus_step_kinds
-        for k in beat.focus_step_kinds:
-            assert k in kinds, (beat.id, k)
-
-
 # --------------------------------------------------------------------------------------------
 # pseudocode
-
-
-def test_pseudocode_kinds_exist_and_each_kind_highlights_one_line(s05):
-    kinds = step_kinds()
-    seen: dict[str, str] = {}
-    for block in s05.pseudocode:
-        for i, line in enumerate(block.lines):
-            for k in line.kinds:
-                assert k in kinds, (block.id, line.text, k)
-                assert k not in seen, f"{k} is on {seen[k]} and {block.id}:{i}"
-                seen[k] = f"{block.id}:{i}"
-            if line.source is not None:
-                assert SOURCE_RE.match(line.source), line.source
-            # a line that executes a step kind links to the same Kafka file the engine cites for it
-            for k in line.kinds:
-                if kinds[k].path and line.source:
-                    assert line.source.split("#")[0] == kinds[k].path, (block.id, k)
 
 
 def test_required_pseudocode_blocks(s05):
@@ -284,21 +192,6 @@ def test_required_pseudocode_blocks(s05):
 # Q&A
 
 
-def test_scene_qa(s05):
-    assert len(s05.qa) >= 10
-    assert sum(1 for q in s05.qa if q.live) >= 3
-    from app.qa import LIVE
-
-    for q in s05.qa:
-        assert q.scene == "05"
-        assert q.question.endswith("?"), q.id
-        sentences = [s for s in re.split(r"(?<=[.!?])\s+", q.answer.strip()) if s]
-        assert 2 <= len(sentences) <= 6, (q.id, len(sentences))
-        assert q.sources and q.tags
-        if q.live:
-            assert q.live in LIVE, q.live
-
-
 def test_course_qa():
     assert 6 <= len(COURSE_QA) <= 10
     for q in COURSE_QA:
@@ -312,11 +205,6 @@ def test_course_qa():
     for q in COURSE_QA:
         if any(k in q.id for k in ("kip-250", "kip-926")):
             assert "proposal" in q.answer.lower() and "proposal" in q.tags
-
-
-def test_challenge(s05):
-    assert s05.challenge.goal == "lose_acked_write"
-    assert s05.challenge.title and s05.challenge.text
 
 
 def test_elr_knob_is_left_to_the_version_default_outside_4x(s05):
