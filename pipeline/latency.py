@@ -49,8 +49,11 @@ rules, and those by intervals of constant ISR state rather than by every candida
 
 Where this kernel simplifies (each is a tie or an edge the curves cannot see): several appends
 in the same millisecond as a fetch arrival are ordered "fetch first"; a removed follower is
-taken back as soon as it is caught up (the engine also needs its LEO to reach the HW before
-the expand, a fetch later); the rejoin's AlterPartition round trip is ALTER_PARTITION_RTT_MS.
+taken back as soon as it is caught up (the engine expands once its LEO reaches the HW: a fetch
+later while the HW moves; while the HW is frozen under min.insync.replicas, at its first fetch
+after the stall, so there acks=all and quorum complete ALTER_PARTITION_RTT_MS later than the
+engine: tests/pipeline/test_kernel_vs_engine.py keeps that case as an expected failure); the
+rejoin's AlterPartition round trip is ALTER_PARTITION_RTT_MS.
 """
 
 from __future__ import annotations
