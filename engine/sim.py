@@ -2493,4 +2493,8 @@ def _run_one(
             sim.slow(a.broker, a.ms)
         else:  # pragma: no cover - the scenario model admits nothing else
             raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
-    return sim.result()
+    result = sim.result()
+    # The pending events hold bound methods of `sim`, a reference cycle that only a full GC pass
+    # would free (a pause inside some later run); dropping them lets refcounting free it now.
+    sim.q.clear()
+    return result
