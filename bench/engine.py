@@ -11,6 +11,7 @@ Run: python bench/engine.py [--produces N] [--repeats N]
 from __future__ import annotations
 
 import argparse
+import gc
 import statistics
 import sys
 import time
@@ -46,6 +47,7 @@ def bench_produces(n: int) -> None:
             else:
                 s.run_until(s.now + a.max_ms, stop=s.settled)
     wall = time.perf_counter() - t0
+    s.q.clear()  # as engine.simulate does: free the run by refcounting, not in a later GC pass
     acked = sum(1 for b in s.batches if b.outcome == "acked")
     print(
         f"(a) {n} acks=all produces with settle on RF=3: {s.events} engine events, {s.nsteps} steps, "
@@ -118,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=50)
     args = ap.parse_args(argv)
     bench_produces(args.produces)
+    gc.collect()  # each measurement starts from a clean heap
     bench_replay(args.repeats)
     return 0
 
