@@ -320,21 +320,29 @@ class Cell:
         self.my = round(self.y + self.h / 2, 1)
 
 
-def _broker_status(broker: dict[str, Any]) -> tuple[str, str]:
+def _broker_status_parts(broker: dict[str, Any]) -> tuple[str, str, str]:
+    """(glyph + state, qualifiers, status class): the diagram draws the qualifiers on a second
+    line so a long status ("running, fenced, not fetching") never runs under the log cells."""
     status = broker.get("status", "running" if broker.get("alive", True) else "crashed")
     text = STATUS_TEXT.get(status, status)
     glyph = STATUS_GLYPH.get(status, "●")
+    more: list[str] = []
     if broker.get("fenced") and status == "running":
-        text, glyph = "running, fenced", STATUS_GLYPH["fenced"]
-    elif broker.get("fenced"):
-        text += ", fenced"
+        glyph = STATUS_GLYPH["fenced"]
+    if broker.get("fenced"):
+        more.append("fenced")
     if status == "running" and not broker.get("fetching", True):
-        text += ", not fetching"
+        more.append("not fetching")
     if is_isolated(broker):
-        text += ", isolated"
+        more.append("isolated")
     elif broker.get("isolated_from"):
-        text += ", cut off from " + ", ".join(f"B{p}" for p in broker["isolated_from"] if str(p).isdigit())
-    return glyph + " " + text, status
+        more.append("cut off from " + ", ".join(f"B{p}" for p in broker["isolated_from"] if str(p).isdigit()))
+    return glyph + " " + text, ", ".join(more), status
+
+
+def _broker_status(broker: dict[str, Any]) -> tuple[str, str]:
+    first, more, status = _broker_status_parts(broker)
+    return (first + ", " + more if more else first), status
 
 
 def is_isolated(broker: dict[str, Any]) -> bool:
@@ -446,6 +454,7 @@ def diagram(
     for bid in order:
         b = brokers_state[str(bid)]
         status_text, status = _broker_status(b)
+        status_first, status_more, _ = _broker_status_parts(b)
         is_leader = bid == leader
         if bid not in replicas and not b.get("log"):
             rows.append(
@@ -554,7 +563,8 @@ def diagram(
                 "y": y,
                 "label": f"B{bid}",
                 "rack": f"rack {b['rack']}" if b.get("rack") else "",
-                "status_text": status_text,
+                "status_text": status_first,
+                "status_more": status_more,
                 "status": status,
                 "leader": is_leader,
                 "fenced": bool(b.get("fenced")),
