@@ -23,6 +23,7 @@ otherwise, so this module never depends on it.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import logging
@@ -34,7 +35,7 @@ from app.simulation import Timeline
 log = logging.getLogger("app")
 
 PAGE_CACHE_MAX_CELLS = 16  # cells drawn per broker; more are counted in words
-CHART_PANELS = ("latency_chart", "loss_chart")
+CHART_PANELS = ("latency_chart", "loss_chart", "scale_costs")
 NO_EPOCH_VERSIONS = ("0.8", "0.10")  # leader epochs arrived in 0.11 (KIP-101)
 # BrokerRegistrationChangeRecord.fenced is a BrokerRegistrationFencingChange value
 FENCING_CHANGE_TEXT = {-1: "unfence", 0: "no change", 1: "fence"}
@@ -371,10 +372,35 @@ def charts_slot(
     if module is None or not hasattr(module, "charts_panel"):
         return None
     try:
-        return module.charts_panel(scene, state, timeline)
+        raw = getattr(state, "knobs", ()) or ()
+        pairs = raw.items() if isinstance(raw, dict) else raw
+        knobs = tuple(sorted((str(k), str(v)) for k, v in pairs))
+        return _charts_for(scene.id, knobs)
     except Exception:  # a chart must never take the scene page down with it
         log.exception("charts_panel failed for scene %s", scene.id)
         return None
+
+
+@functools.lru_cache(maxsize=256)
+def _charts_for(scene_id: str, knobs: tuple[tuple[str, str], ...]) -> dict[str, Any] | None:
+    """Charts depend only on the scene and its knob values, never on the step, and the curves are
+    read-only files: memoized, a step update costs nothing here (a nearest-point scan is ~14 ms).
+    The returned dict is shared between requests and must be treated as read-only."""
+    import scenes
+
+    module = _charts_module()
+    scene = scenes.load_scene(scene_id)
+    state = _KnobsOnly(dict(knobs))
+    if "scale_costs" in scene.panels and hasattr(module, "scale_costs"):
+        return {"costs": module.scale_costs(state)}
+    return module.charts_panel(scene, state, None)
+
+
+class _KnobsOnly:
+    """What the chart functions read from a SceneState: its knob values."""
+
+    def __init__(self, knobs: dict[str, str]):
+        self.knobs = knobs
 
 
 def state_panels(

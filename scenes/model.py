@@ -149,7 +149,9 @@ class Predict(_Strict):
         return self
 
 
-Panel = Literal["metadata_log", "epoch_cache", "partitions", "page_cache", "latency_chart", "loss_chart"]
+Panel = Literal[
+    "metadata_log", "epoch_cache", "partitions", "page_cache", "latency_chart", "loss_chart", "scale_costs"
+]
 
 
 class Compare(_Strict):
