@@ -694,41 +694,49 @@ class Sim:
             return  # acks=0 gets no response (KA 709-728)
         self.send(bid, "producer", self._producer_response, (idx, attempt_id, error, offsets))
 
+    def _reject_produce(self, bid: int, idx: int, attempt_id: int, kind: str, error: str, text: str) -> None:
+        """A produce refused before any append: say why, answer with Kafka's error."""
+        self.step(kind, f"broker-{bid}", text, broker=bid)
+        self._respond(bid, idx, attempt_id, error, None)
+
     def _leader_on_produce(self, bid: int, idx: int, attempt_id: int) -> None:
         br = self.brokers[bid]
         batch = self.batches[idx]
         acks = batch.acks
         who = f"B{bid}"
         if not self._acks_valid(acks):
-            self.step(
+            self._reject_produce(
+                bid,
+                idx,
+                attempt_id,
                 "leader_reject_invalid_acks",
-                f"broker-{bid}",
+                "INVALID_REQUIRED_ACKS",
                 f"{who} rejects acks={acks}: INVALID_REQUIRED_ACKS (21); nothing is appended",
-                broker=bid,
             )
-            self._respond(bid, idx, attempt_id, "INVALID_REQUIRED_ACKS", None)
             return
         if br.role != "leader":
-            self.step(
+            self._reject_produce(
+                bid,
+                idx,
+                attempt_id,
                 "leader_reject_not_leader",
-                f"broker-{bid}",
+                "NOT_LEADER_OR_FOLLOWER",
                 f"{who} does not lead the partition: NOT_LEADER_OR_FOLLOWER",
-                broker=bid,
             )
-            self._respond(bid, idx, attempt_id, "NOT_LEADER_OR_FOLLOWER", None)
             return
         needs_min_isr = acks == -1 or acks == "min_isr"
         eff = self.eff_min()
         if needs_min_isr and len(br.isr) < eff:
             # §2.2: the check comes BEFORE the append, on the committed ISR, for acks=-1 only
-            self.step(
+            self._reject_produce(
+                bid,
+                idx,
+                attempt_id,
                 "leader_reject_not_enough_replicas",
-                f"broker-{bid}",
+                "NOT_ENOUGH_REPLICAS",
                 f"{who} refuses {_fmt_records(batch.records)}: committed ISR {_fmt_set(br.isr)} has "
                 f"{len(br.isr)} < min.insync.replicas {eff}: NOT_ENOUGH_REPLICAS (19), nothing appended",
-                broker=bid,
             )
-            self._respond(bid, idx, attempt_id, "NOT_ENOUGH_REPLICAS", None)
             return
         existing = br.batch_offsets.get(idx) if batch.idempotent else None
         if existing is not None:
