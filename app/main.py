@@ -401,7 +401,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         declared = request.headers.get("content-length")
         too_big = {
             "error": "payload_too_large",
-            "problems": [{"path": "", "message": f"the body is larger than {settings.max_body_bytes} bytes"}],
+            "problems": [
+                {"path": "$", "message": f"the body is larger than {settings.max_body_bytes} bytes"}
+            ],
         }
         if declared and declared.isdigit() and int(declared) > settings.max_body_bytes:
             return JSONResponse(too_big, status_code=413)
@@ -416,7 +418,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse(
                 {
                     "error": "invalid_scenario",
-                    "problems": [{"path": "", "message": f"the body is not JSON: {exc}"}],
+                    "problems": [{"path": "$", "message": f"the body is not JSON: {exc}"}],
                 },
                 status_code=422,
             )
@@ -424,7 +426,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse(
                 {
                     "error": "invalid_scenario",
-                    "problems": [{"path": "", "message": "the scenario must be a JSON object"}],
+                    "problems": [{"path": "$", "message": "the scenario must be a JSON object"}],
                 },
                 status_code=422,
             )
