@@ -56,19 +56,27 @@
   // focused control's id when a request starts and put focus back after the swap settles.
   // (The old flake, focus on <body> after a quick second Enter, was a full page load: see the
   // htmx-config settle delay in templates/base.html.)
+  // A fault button can vanish with the swap ("Crash broker 2" becomes "Restart broker 2"): then
+  // focus goes to the first button left in that broker's row, so Tab does not restart at the top.
   var focusedId = null;
+  var fallback = null;
+  function fallbackFor(el) {
+    var m = el && el.id && /^fault-.+-(\d+)$/.exec(el.id);
+    return m ? "#faults a[id$='-" + m[1] + "']" : null;
+  }
   document.addEventListener("htmx:beforeRequest", function (event) {
     var active = document.activeElement;
     var elt = event.detail && event.detail.elt;
     if (active && active !== document.body && active.id) { focusedId = active.id; }
     else if (elt && elt.id && elt.matches(":focus-visible, a, input, select, button")) { focusedId = elt.id; }
     else { focusedId = null; }
+    fallback = focusedId ? fallbackFor(document.getElementById(focusedId)) : null;
   });
   document.addEventListener("htmx:afterSettle", function () {
     if (!focusedId) { return; }
     var active = document.activeElement;
     if (!active || active === document.body) {
-      var again = document.getElementById(focusedId);
+      var again = document.getElementById(focusedId) || (fallback && document.querySelector(fallback));
       if (again) { again.focus({ preventScroll: true }); }
     }
   });
