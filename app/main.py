@@ -279,6 +279,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             previous_view = sim.view(timeline.scenario, timeline.step - 1)
         full_url = urls.scene_url(state.replace(lock=None, from_step=None, to_step=None))
         embed_src = urls.embed_url(state)
+        beat = presenters.beats_panel(scene, state, timeline, embed=embed)
         return {
             "page_title": f"{scene.id} · {scene.title}",
             "embed": embed,
@@ -310,9 +311,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "knobs": presenters.knobs_panel(scene, state),
             "locked": embed and state.lock == "beat",
             "headroom": presenters.headroom(state),
-            "beat": presenters.beats_panel(scene, state, timeline, embed=embed),
+            "beat": beat,
             "qa": qa_panel(scene, state, timeline, embed=embed),
-            "challenge": presenters.challenge_panel(scene, timeline),
+            "challenge": presenters.challenge_panel(scene, timeline, sandbox=beat["sandbox"]),
             "share": {
                 "url": base + canonical,
                 "path": canonical,

@@ -1027,13 +1027,21 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
     }
 
 
-def challenge_panel(scene: Any, timeline: Timeline) -> dict[str, Any] | None:
+def challenge_panel(scene: Any, timeline: Timeline, *, sandbox: bool = True) -> dict[str, Any] | None:
+    """The challenge's verdict. `sandbox` is False while the beat runs as written: a loss the beat
+    itself stages is then the course's demonstration, not the reader's solution, and says so."""
     challenge = getattr(scene, "challenge", None)
     if challenge is None:
         return None
     lost = [str(r) for r in timeline.result.get("lost_acked_records", [])]
     acked = [str(r) for r in timeline.result.get("acked_records", [])]
-    if lost:
+    if lost and not sandbox:
+        verdict = (
+            f"This beat, as written, loses acknowledged records {', '.join(lost)} by the end of its "
+            f"timeline (press End ▶| to see it). Your turn: change a knob or inject a fault and lose "
+            f"one yourself, or find the knob that makes this beat's faults harmless."
+        )
+    elif lost:
         verdict = (
             f"Done: this timeline loses acknowledged records {', '.join(lost)} "
             f"(the engine's loss ledger, at the end of the timeline)."
@@ -1048,7 +1056,7 @@ def challenge_panel(scene: Any, timeline: Timeline) -> dict[str, Any] | None:
     return {
         "title": challenge.title,
         "text": inline(challenge.text),
-        "solved": bool(lost),
+        "solved": bool(lost) and sandbox,
         "verdict": verdict,
         "lost": lost,
     }

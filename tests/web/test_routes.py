@@ -289,6 +289,13 @@ def test_the_challenge_is_judged_by_the_loss_ledger(client):
     assert lossy.context["challenge"]["lost"]
 
 
+def test_a_loss_the_beat_stages_itself_is_not_the_readers_solution(client):
+    r = client.get(f"{SCENE}?beat=unclean-election")
+    challenge = r.context["challenge"]
+    assert challenge["lost"] and challenge["solved"] is False
+    assert "as written" in challenge["verdict"]
+
+
 # -- API --------------------------------------------------------------------------------------
 
 SCENARIO = {"version": 1, "actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]}
