@@ -25,7 +25,11 @@ The engine's rules that matter here (docs/engine-api.md "Timing model", kafka-se
   follower is out of sync when its LEO is below the leader's and it has not been caught up
   for more than replica.lag.time.max.ms (lastCaughtUpTime follows Replica.updateFetchState);
   the shrink is committed by the controller ALTER_PARTITION_RTT_MS later, and only then stops
-  counting. A removed follower holds the HW again as soon as it is caught up.
+  counting. A removed follower rejoins (maybeExpandIsr, kafka-semantics.md 4.3) at its first
+  fetch whose offset reaches the leader's HW at that moment (the HW, not the LEO: under a HW
+  frozen by min.insync.replicas, its first fetch after the stall), and counts for the HW from
+  then on (the maximal ISR); the expansion commits ALTER_PARTITION_RTT_MS later, which can
+  unfreeze the HW and make it jump.
 
 So a straggler whose fetches stall for S ms gates every acks=all request until
 min(its own ack, the shrink commit), and the shrink comes at the first check more than
@@ -45,15 +49,15 @@ Speed: each step of fetch_loop is a handful of whole-array operations over every
 follower) with a lookup table for the leader's LEO; acks are a scatter and a running max;
 only followers whose consecutive fetches are more than the lag apart go through the ISR
 tick check; only (lane, request) pairs still waiting at a shrink go through the ISR-change
-rules, and those by intervals of constant ISR state rather than by every candidate instant.
+rules, and those by intervals of constant ISR state rather than by every candidate instant;
+a lane whose rejoin the HW moves earlier recomputes only the requests still waiting then.
 
-Where this kernel simplifies (each is a tie or an edge the curves cannot see): several appends
-in the same millisecond as a fetch arrival are ordered "fetch first"; a removed follower is
-taken back as soon as it is caught up (the engine expands once its LEO reaches the HW: a fetch
-later while the HW moves; while the HW is frozen under min.insync.replicas, at its first fetch
-after the stall, so there acks=all and quorum complete ALTER_PARTITION_RTT_MS later than the
-engine: tests/pipeline/test_kernel_vs_engine.py keeps that case as an expected failure); the
-rejoin's AlterPartition round trip is ALTER_PARTITION_RTT_MS.
+Where this kernel simplifies (ties and edges): several appends in the same millisecond as a
+fetch arrival are ordered "fetch first" (and a HW advance at the very millisecond of a removed
+follower's fetch comes before it); a follower leaves and rejoins the ISR at most once; no
+AlterPartition in flight delays another follower's change. Outside its model: a produce the
+engine refuses before the append (acks=all while the committed ISR is below
+min.insync.replicas: NOT_ENOUGH_REPLICAS, then the producer's retry) is appended at once here.
 """
 
 from __future__ import annotations
@@ -216,13 +220,56 @@ def ack_times(trace: FetchTrace, n: int) -> np.ndarray:
     return ack.reshape(lanes, foll, n)
 
 
+@dataclass
+class IsrWindows:
+    """The ISR changes of each follower (see isr_windows). out_ms [L, F]: the shrink's commit
+    (NEVER_MS: never out of sync). back_ms [L, F]: its rejoin (it is in the maximal ISR again);
+    `rejoin` refines it once the leader's HW is known. rows [P]: the flat (lane * F + follower)
+    rows that can leave the ISR, with their fetches: arrive_ms, offset [P, M] and caught [P, M]
+    (caught up, so the leader's HW counts it again)."""
+
+    out_ms: np.ndarray
+    back_ms: np.ndarray
+    rows: np.ndarray
+    arrive_ms: np.ndarray
+    offset: np.ndarray
+    caught: np.ndarray
+
+    def rejoin(self, hw_ms: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+        """back_ms[lanes] [K, F] under the leader's HW history hw_ms [K, n] (when the HW passes
+        each record): the first fetch after the shrink's commit whose offset reaches the HW at
+        its arrival (maybeExpandIsr, P 1061-1066: the threshold is the HW, not the LEO; the
+        epoch start is 0, the leader never changes), or that is caught up."""
+        foll = self.out_ms.shape[1]
+        back = self.back_ms[lanes]  # a copy: fancy indexing
+        pos = np.full(self.out_ms.size, -1, dtype=np.int64)
+        k = np.asarray(lanes, dtype=np.int64)
+        pos[(k[:, None] * foll + np.arange(foll)).ravel()] = np.arange(k.size * foll)
+        at = pos[self.rows]
+        sel = np.nonzero(at >= 0)[0]
+        if sel.size == 0:
+            return back
+        k_of = at[sel]
+        arr = self.arrive_ms[sel]
+        # the HW passes records in order: record k is below the HW from the least done time of k on
+        hw = np.minimum.accumulate(np.asarray(hw_ms)[k_of // foll][:, ::-1], axis=1)[:, ::-1]
+        hw_at = _rowwise_searchsorted(hw, arr, "right")  # the HW at each arrival (advances first)
+        out = self.out_ms.ravel()[self.rows[sel]]
+        ok = (arr > out[:, None]) & (self.caught[sel] | (self.offset[sel] >= hw_at))
+        idx = np.argmax(ok, axis=1)
+        got = np.where((out < NEVER_MS) & ok.any(axis=1), arr[np.arange(sel.size), idx], NEVER_MS)
+        back.ravel()[k_of] = got
+        return back
+
+
 def isr_windows(
     trace: FetchTrace, append_ms: np.ndarray, origin_ms: np.ndarray, lag_ms: int, until_ms: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """When each follower stops and starts counting again: (out_ms, back_ms), both [L, F].
+) -> IsrWindows:
+    """When each follower stops and starts counting again.
 
     out_ms: the shrink's commit (NEVER_MS if the follower is never out of sync by until_ms).
-    back_ms: the first fetch after that at which it is caught up again (it holds the HW again).
+    back_ms: a first guess of the rejoin, the first fetch after that at which it is caught up
+    again (the engine's rule, IsrWindows.rejoin, needs the HW and can only be earlier).
 
     Every fetch carries at least the LEO the previous fetch saw, so lastCaughtUpTime is never
     older than the previous fetch's arrival (or the start): a follower can only fall out of
@@ -242,7 +289,10 @@ def isr_windows(
         gap = np.maximum(gap, (arr_all[:, 2:] - arr_all[:, :-2]).max(axis=1))
     sel = np.nonzero(gap > lag_ms)[0]
     if sel.size == 0:
-        return out_ms.reshape(lanes, foll), back_ms.reshape(lanes, foll)
+        empty = np.empty((0, m), dtype=np.int64)
+        return IsrWindows(
+            out_ms.reshape(lanes, foll), back_ms.reshape(lanes, foll), sel, empty, empty, empty.astype(bool)
+        )
     half = lag_ms // 2
     n_ticks = max(1, (until_ms - int(origin_all.min())) // half + 2)
     a = np.asarray(append_ms, dtype=np.int64)
@@ -273,7 +323,7 @@ def isr_windows(
     back_idx = np.argmax(after, axis=1)
     out_ms[sel] = o_ms
     back_ms[sel] = np.where(has & after.any(axis=1), arr[np.arange(p), back_idx], NEVER_MS)
-    return out_ms.reshape(lanes, foll), back_ms.reshape(lanes, foll)
+    return IsrWindows(out_ms.reshape(lanes, foll), back_ms.reshape(lanes, foll), sel, arr, off, caught)
 
 
 def _order_stats(x: np.ndarray) -> list[np.ndarray]:
@@ -284,8 +334,7 @@ def _order_stats(x: np.ndarray) -> list[np.ndarray]:
 def completions(
     append_ms: np.ndarray,
     ack: np.ndarray,
-    out_ms: np.ndarray,
-    back_ms: np.ndarray,
+    win: IsrWindows,
     *,
     rf: int,
     min_isr: int,
@@ -296,6 +345,14 @@ def completions(
     Without an ISR change the rules are order statistics of the ack times. A request that every
     rule completes before its lane's first shrink commits is decided by them too; only the
     others (lane, request) go through `_completions_isr_changes`.
+
+    A removed follower rejoins when its offset reaches the leader's HW, which is what the rules
+    compute (acks=all's completions are the HW; under KIP-250 the quorum's are), so a lane with
+    a shrink alternates: completions under a guess of the rejoins, rejoins under their HW
+    (IsrWindows.rejoin), until the rejoins stop moving. The first guess (caught up to the LEO)
+    is never earlier than the truth, and the HW before the earliest wrong rejoin is already
+    right, so each round settles at least one more rejoin: one round for a lone straggler, and
+    a second to check it. acks=min.insync.replicas has no HW of its own: acks=all's rejoins.
     """
     a = np.asarray(append_ms, dtype=np.int64)[None, :]
     lanes, foll, n = ack.shape
@@ -309,24 +366,49 @@ def completions(
         "quorum": srt[q_need - 1].copy() if q_need > 0 else np.broadcast_to(a, (lanes, n)).copy(),
         "acks_min_isr": srt[m_need - 1].copy() if m_need > 0 else np.broadcast_to(a, (lanes, n)).copy(),
     }
-    first_out = out_ms.min(axis=1)
+    first_out = win.out_ms.min(axis=1)
     changed = np.nonzero(first_out < NEVER_MS)[0]
-    for mode in ("acks_all", "quorum", "acks_min_isr") if changed.size else ():
-        li, ki = np.nonzero(out[mode][changed] >= first_out[changed, None])
+    if changed.size == 0:
+        return out
+    kw = dict(rf=rf, min_isr=min_isr, quorum=quorum)
+
+    def slow(mode: str, sub: np.ndarray, back: np.ndarray, done: np.ndarray, since: np.ndarray) -> np.ndarray:
+        """Completions [len(sub), n] of lanes changed[sub] with rejoins back [len(sub), F]:
+        `done` (their completions under other rejoins) kept before `since` [len(sub)], where
+        the two agree on every follower's state."""
+        lane_ids = changed[sub]
+        done = done.copy()
+        li, ki = np.nonzero(done >= since[:, None])
         if li.size:
-            lane = changed[li]
-            slow = _completions_isr_changes(
-                a[0, ki],
-                ack[lane, :, ki],
-                out_ms[changed],
-                back_ms[changed],
-                rf=rf,
-                min_isr=min_isr,
-                quorum=quorum,
-                modes=(mode,),
-                lane=li,
+            got = _completions_isr_changes(
+                a[0, ki], ack[lane_ids[li], :, ki], win.out_ms[lane_ids], back, modes=(mode,), lane=li, **kw
             )
-            out[mode][lane, ki] = slow[mode]
+            done[li, ki] = got[mode]
+        return done
+
+    back_all = None
+    for mode in ("acks_all", "quorum"):
+        back = win.back_ms[changed]
+        # the order statistics hold for requests done before any shrink
+        done = slow(mode, np.arange(changed.size), back, out[mode][changed], first_out[changed])
+        todo = np.arange(changed.size)
+        for _round in range(foll + 2):
+            new = win.rejoin(done[todo], changed[todo])
+            moved = new != back[todo]
+            keep = moved.any(axis=1)
+            todo, new, old = todo[keep], new[keep], back[todo][keep]
+            if todo.size == 0:
+                break
+            since = np.where(moved[keep], np.minimum(new, old), NEVER_MS).min(axis=1)
+            back[todo] = new
+            done[todo] = slow(mode, todo, new, done[todo], since)
+        out[mode][changed] = done
+        if mode == "acks_all":
+            back_all = back
+    every = np.arange(changed.size)
+    out["acks_min_isr"][changed] = slow(
+        "acks_min_isr", every, back_all, out["acks_min_isr"][changed], first_out[changed]
+    )
     return out
 
 
@@ -639,8 +721,8 @@ def simulate(
     trace = fetch_loop(a, body_ms, origin_ms, stall_from_ms, stall_ms)
     ack = ack_times(trace, a.size)
     until = int(min(trace.arrive_ms.max(), NEVER_MS - 1))
-    out_ms, back_ms = isr_windows(trace, a, origin_ms, lag_ms, until)
-    done = completions(a, ack, out_ms, back_ms, rf=rf, min_isr=min_isr, quorum=quorum)
+    win = isr_windows(trace, a, origin_ms, lag_ms, until)
+    done = completions(a, ack, win, rf=rf, min_isr=min_isr, quorum=quorum)
     sent = a[None, :] - NETWORK_DELAY_MS
     res = {}
     for mode, c in done.items():
