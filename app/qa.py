@@ -115,8 +115,15 @@ def _index() -> _Index:
     return _Index(retriever, qas)
 
 
-def search(query: str, limit: int = 5) -> list[Hit]:
-    """Best-matching answers across the course, best first; [] for an empty or unusable query."""
+SCENE_BOOST = 1.25  # asked on a scene, that scene's answers win a close call
+
+
+def search(query: str, limit: int = 5, scene: str | None = None) -> list[Hit]:
+    """Best-matching answers across the course, best first; [] for an empty or unusable query.
+
+    `scene`: the scene the question is asked on; its answers' BM25 scores are multiplied by
+    SCENE_BOOST, so a learner on scene 05 sees scene 05's answer first when the match is close,
+    while a clearly better answer elsewhere in the course still wins."""
     try:
         if not isinstance(query, str):
             return []
@@ -129,9 +136,13 @@ def search(query: str, limit: int = 5) -> list[Hit]:
         known = [t for t in dict.fromkeys(tokens) if t in idx.retriever.vocab_dict and t != ""]
         if not known:
             return []
-        scores = idx.retriever.get_scores(known)
-        order = sorted(range(len(idx.qas)), key=lambda i: (-float(scores[i]), i))
-        return [Hit(idx.qas[i], round(float(scores[i]), 4)) for i in order[:limit] if float(scores[i]) > 0.0]
+        raw = idx.retriever.get_scores(known)
+        scores = [
+            float(raw[i]) * (SCENE_BOOST if scene is not None and idx.qas[i].scene == scene else 1.0)
+            for i in range(len(idx.qas))
+        ]
+        order = sorted(range(len(idx.qas)), key=lambda i: (-scores[i], i))
+        return [Hit(idx.qas[i], round(scores[i], 4)) for i in order[:limit] if scores[i] > 0.0]
     except Exception:  # noqa: BLE001 - a search box must never break the page
         return []
 

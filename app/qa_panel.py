@@ -87,7 +87,7 @@ def qa_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) 
     if state.ask:
         searched = True
         if qa_module is not None:
-            found = qa_module.search(state.ask, SEARCH_RESULTS)
+            found = qa_module.search(state.ask, SEARCH_RESULTS, scene=scene.id)
         else:
             words = {w for w in state.ask.lower().split() if len(w) > 2}
             found = [q for q in scene.qa if words & set((q.question + " " + q.answer).lower().split())]

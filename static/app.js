@@ -81,6 +81,24 @@
     }
   });
 
+  // -- the staff engineer's answer: asked below the fold, it must come into view ----------------
+  // A question tapped or typed in the Q&A panel swaps the whole panel; bring the answer (or the
+  // search results) into view and move focus there, so the screen reader reads it out too.
+  var askedInQa = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    askedInQa = !!(elt && elt.closest && elt.closest("#qa"));
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!askedInQa) { return; }
+    askedInQa = false;
+    var target = document.querySelector("#qa .answer, #qa .results");
+    if (!target) { return; }
+    target.setAttribute("tabindex", "-1");
+    target.scrollIntoView({ block: "nearest" });
+    target.focus({ preventScroll: true });
+  });
+
   // -- clipboard ------------------------------------------------------------------------------
   function copied(button, ok) {
     var label = button.getAttribute("data-label") || button.textContent;
