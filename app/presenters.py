@@ -840,6 +840,8 @@ def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
             "id": f"knob-{slug}",
             "help_id": f"knob-{slug}-help",
             "value": values[knob.key],
+            # when the label is the key itself ("acks"), show it once, as code
+            "key_is_label": knob.label == knob.key,
         }
         if choices is not None:
             item["widget"] = "select"
