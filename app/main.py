@@ -306,6 +306,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "course": presenters.course_links(scene.id, embed=embed),
             "timeline": presenters.timeline_panel(timeline, state, embed=embed),
             "faults": presenters.fault_buttons(timeline, state, embed=embed),
+            "faults_idle_note": presenters.idle_brokers_note(timeline),
             "log": presenters.event_log(timeline, settings.max_log_lines),
             "code": presenters.code_panel(scene, timeline),
             "knobs": presenters.knobs_panel(scene, state),

@@ -724,12 +724,25 @@ def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dic
     }
 
 
+def _brokers_with_replicas(timeline: Timeline) -> set[int]:
+    """Brokers that hold a replica of any partition of the topic."""
+    partitions = timeline.result.get("partitions")
+    if partitions:
+        return {b for p in partitions for b in p.get("replicas", [])}
+    return set(timeline.view.get("partition", {}).get("replicas", []))
+
+
 def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list[dict[str, Any]]:
-    """Per broker, only the faults that make sense in its current state."""
+    """Per broker, only the faults that make sense in its current state. Brokers that hold no
+    replica of the topic get no buttons (a fault there changes nothing the learner can see);
+    `idle_brokers_note` names them once instead."""
     rows = []
+    idle = _idle_brokers(timeline)
     for key in sorted(timeline.view.get("brokers", {}), key=int):
         b = timeline.view["brokers"][key]
         bid = int(key)
+        if bid in idle:
+            continue
         status = b.get("status", "running" if b.get("alive", True) else "crashed")
         network = "heal" if is_isolated(b) else "isolate"
         if status == "running":
@@ -758,6 +771,24 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
             }
         )
     return rows
+
+
+def _idle_brokers(timeline: Timeline) -> list[int]:
+    """Running brokers that hold no replica of the topic (a fault there changes nothing here)."""
+    holders = _brokers_with_replicas(timeline)
+    if not holders:
+        return []
+    brokers = timeline.view.get("brokers", {})
+    return [int(k) for k in sorted(brokers, key=int)
+            if int(k) not in holders and brokers[k].get("status", "running") == "running"]
+
+
+def idle_brokers_note(timeline: Timeline) -> str:
+    idle = [f"B{b}" for b in _idle_brokers(timeline)]
+    if not idle:
+        return ""
+    return (f"{', '.join(idle)} hold{'s' if len(idle) == 1 else ''} no replica of this topic, so a fault "
+            "there changes nothing here.")
 
 
 def event_log(timeline: Timeline, max_lines: int) -> dict[str, Any]:
