@@ -57,6 +57,10 @@ class Profile:
     # 4.x keeps a cleanly shut-down broker's session until it expires, so it cannot re-register
     # for about broker.session.timeout.ms (kafka-claims-verified.md N4); 3.9 did not
     fenced_keeps_session: bool = False
+    # the controller elects uncleanly on its own when the topic allows it: ZooKeeper-era controllers
+    # did, KRaft ignored the setting before 3.9 (KAFKA-12670; kafka-claims-verified.md claim 8), so
+    # a KRaft 3.6 cluster only elects uncleanly through the admin API
+    topic_unclean_config: bool = True
 
 
 # Each profile is written as the one before it plus what changed, so the file reads as the
@@ -116,7 +120,8 @@ _V3_6 = replace(
     version="3.6",
     label="Kafka 3.6",
     description="Leader epochs and diverging-epoch truncation; no high-watermark freeze under min ISR; "
-    "no effective-min cap (min.insync.replicas > RF refuses every acks=all write); no ELR.",
+    "no effective-min cap (min.insync.replicas > RF refuses every acks=all write); no ELR; the KRaft "
+    "controller ignores unclean.leader.election.enable (only an admin unclean election works).",
     acks_default="all",  # 3.0 (KIP-679)
     idempotence_default=True,  # 3.0 (KIP-679)
     retries_default=2_147_483_647,  # 2.1
@@ -127,6 +132,7 @@ _V3_6 = replace(
     fenced_not_eligible=True,  # 3.6 (KAFKA-15021)
     epoch_bump_on_controller_shrink=False,  # 3.6 (KAFKA-15021)
     session_guards_reregistration=True,  # KRaft: no new incarnation while the old session lives
+    topic_unclean_config=False,  # KRaft before 3.9 (KAFKA-12670)
 )
 _V4_1 = replace(
     _V3_6,
@@ -139,6 +145,7 @@ _V4_1 = replace(
     elr_available=True,  # 4.0 available, 4.1 default on new clusters (KIP-966)
     periodic_unclean_check=True,  # 3.9 deferred, 4.0 periodic (KAFKA-12670, KAFKA-17793)
     fenced_keeps_session=True,  # 4.1 (KAFKA-19130 took back the quick re-registration)
+    topic_unclean_config=True,  # 3.9 (KAFKA-12670)
 )
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (_V0_8, _V0_10, _V1_1, _V3_6, _V4_1)}

@@ -1480,7 +1480,7 @@ class Sim:
                 and acceptable(new_lke[0])
             ):
                 leader, how = new_lke[0], "last_known"
-            if leader == NO_LEADER and (election == "unclean" or c.unclean):
+            if leader == NO_LEADER and (election == "unclean" or (c.unclean and prof.topic_unclean_config)):
                 for r in self.replicas:
                     if acceptable(r):
                         leader, how = r, "unclean"
@@ -1550,7 +1550,13 @@ class Sim:
                     "controller_partition_offline",
                     "controller",
                     f"No replica can lead: the partition is OFFLINE (leader -1, epoch {c.leader_epoch}, "
-                    f"ISR {_fmt_set(new_isr)}" + (f", ELR {_fmt_set(new_elr)}" if self.cfg.elr else "") + ")",
+                    f"ISR {_fmt_set(new_isr)}" + (f", ELR {_fmt_set(new_elr)}" if self.cfg.elr else "") + ")"
+                    + (
+                        "; unclean.leader.election.enable is set, but KRaft controllers before 3.9 ignore it "
+                        "(an admin unclean election still works)"
+                        if c.unclean and not prof.topic_unclean_config
+                        else ""
+                    ),
                 )
             else:
                 kind, detail = {

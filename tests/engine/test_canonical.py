@@ -27,6 +27,7 @@ from scenario_builders import (
     advance,
     broker,
     crash,
+    elect,
     first_step,
     heal,
     isolate,
@@ -154,7 +155,8 @@ def test_s02_acks_all_silently_means_one_then_offline_with_unclean_off(version):
     assert r["lost_acked_records"] == [], "contract: empty while the partition has no leader"
 
 
-@pytest.mark.parametrize("version", CURRENT)
+# the unclean election of S2.5 is stated for a 3.9/4.0 controller; KRaft 3.6 ignored the topic setting
+@pytest.mark.parametrize("version", ["4.1"])
 def test_s02_unclean_election_loses_both_single_copy_acks(version):
     acts = _s2_actions() + [
         restart(2), advance(REJOIN_MS), mark("2 elected"),  # unclean election when 2 unfences
@@ -362,7 +364,8 @@ def _s6_story() -> list[dict]:
     ]
 
 
-@pytest.mark.parametrize("version", CURRENT)
+# S6 is stated for a 3.9/4.0 controller; KRaft ignored the topic setting before 3.9 (claim 8)
+@pytest.mark.parametrize("version", ["4.1"])
 def test_s06_unclean_election_loses_acked_records(version):
     acts = _s6_story() + [
         produce("d", acks=1), advance(100),          # d at offset 1, epoch 2
@@ -395,6 +398,19 @@ def test_s06_unclean_election_loses_acked_records(version):
         assert "b" in trunc and "c" in trunc, f"S6.5: broker {b} truncates to offset 1"
     for b in (1, 2, 3):
         assert log_rows(r, b) == [(0, 0, "a"), (1, 2, "d")]
+
+
+def test_s06_kraft_3_6_ignores_the_topic_setting_until_an_admin_unclean_election():
+    """claim 8: before 3.9 (KAFKA-12670) a KRaft controller did not elect uncleanly on its own;
+    the partition stays offline with nothing lost until an operator runs an unclean election."""
+    sc = scenario(*_s6_story(), mark("offline"), elect("unclean"), advance(1_000),
+                  kafka_version="3.6", min_isr=2, unclean=True, acks="all", elr=no_elr("3.6"))
+    offline = upto(sc, "offline")
+    assert part(offline)["leader"] == -1 and part(offline)["online"] is False
+    assert offline["lost_acked_records"] == []
+    r = run(sc)
+    assert part(r)["leader"] == 3 and part(r)["recovery_state"] == "RECOVERING"
+    assert r["lost_acked_records"] == ["b", "c"], "the admin unclean election loses b and c as in S6"
 
 
 def test_s06_unclean_is_the_default_in_0_10():
@@ -538,6 +554,14 @@ def test_s08_kip101_hw_truncation_loses_a_committed_record_only_historically(ver
     assert broker(acked, 2)["hw"] == 1, "S8.1 / §3.3: B's own HW still 1"
 
     elected = upto(sc, "B elected")
+    if version == "3.6":
+        # S8 KRaft note: B's restart outlasts its session, so B leaves the ISR and A's crash leaves
+        # the partition offline; a 3.6 KRaft controller ignores the topic's unclean setting (claim 8)
+        assert part(elected)["leader"] == -1 and elected["lost_acked_records"] == []
+        assert records(elected, 2) == ["m0", "m1"] and truncated(elected, 2) == []
+        r = run(sc)
+        assert r["lost_acked_records"] == [] and records(r, 1) == ["m0", "m1"]
+        return
     assert part(elected)["leader"] == 2, "S8.3: A crashes and B is elected"
     if version == "0.10":
         assert "m1" in truncated(elected, 2, "high_watermark"), (

@@ -93,7 +93,7 @@ def test_clean_election_takes_first_isr_member_in_assignment_order(version, ids,
     assert r["lost_acked_records"] == []
 
 
-@pytest.mark.parametrize("version", CURRENT)
+@pytest.mark.parametrize("version", ["4.1"])  # 3.6's KRaft controller ignores the topic setting (claim 8)
 @pytest.mark.parametrize(("ids", "assignment", "expected"), [
     ((1, 2, 3), [3, 2, 1], 2),       # id order would pick 1
     ((1, 2, 3), [3, 1, 2], 1),
