@@ -61,6 +61,7 @@ TRUNCATE_WHY_TEXT = {
     "diverging_epoch": "diverging epoch",
     "high_watermark": "truncated to HW",
     "power_loss": "lost in power loss",
+    "disk_lost": "lost with the disk",
 }
 
 
