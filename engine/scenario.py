@@ -478,7 +478,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     actions = list(sc.actions)
     total_ms = 0
     records_seen: set[str] = set()
-    n_generated = 0
+    produced = 0
     for i, a in enumerate(actions):
         path = f"actions[{i}]"
         if a.do == "produce":
@@ -494,15 +494,18 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                     f"{n} records is more than the limit of {limits.max_records_per_produce}",
                 )
                 continue
-            if a.records is not None:
-                for j, r in enumerate(a.records):
-                    if r in records_seen:
-                        bad(f"{path}.records[{j}]", f"record {r!r} appears twice; records must be unique")
-                    records_seen.add(r)
-            else:
-                n_generated += n
-            if isinstance(a.acks, int) and a.acks < -1:
-                pass  # a hand-built client may send anything; the broker decides (INVALID_REQUIRED_ACKS)
+            # a `count` produce names its records m<N>, N counting every record produced before it
+            # (sim.produce); those names must not collide with explicit ones either
+            names = a.records if a.records is not None else [f"m{produced + k}" for k in range(n)]
+            for j, r in enumerate(names):
+                if r in records_seen:
+                    where = f"{path}.records[{j}]" if a.records is not None else f"{path}.count"
+                    bad(where, f"record {r!r} appears twice; records must be unique (count names its "
+                        "records m0, m1, ... by the number of records produced before it)")
+                records_seen.add(r)
+            produced += n
+            # any integer acks is accepted here: a hand-built client may send anything, and the
+            # broker decides (INVALID_REQUIRED_ACKS)
         elif a.do in (
             "crash",
             "shutdown",

@@ -2102,7 +2102,9 @@ class Sim:
             return True
         L = self.brokers[c.leader]
         if not L.alive or L.role != "leader":
-            return not any(b.alive for b in self.brokers.values()) or not L.alive
+            # a dead leader cannot make progress until it is fenced; a live one still applying its
+            # metadata will, so keep running
+            return not L.alive
         if L.pending is not None:
             return False
         for fid in self.replicas:
