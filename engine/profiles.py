@@ -51,7 +51,6 @@ class Profile:
         bool  # ELR (KIP-966): feature eligible.leader.replicas.version, default 1 on new 4.1 clusters
     )
     periodic_unclean_check: bool  # unclean.leader.election.interval.ms task (3.9 deferred, 4.0 periodic)
-    last_known_leader_must_be_alive: bool  # KAFKA-19522 (2025)
     session_guards_reregistration: bool  # KRaft refuses a new incarnation while the old session lives
     kip279: bool = True  # 2.0: the leader answers the largest epoch <= the one asked, the follower iterates
     # 4.x keeps a cleanly shut-down broker's session until it expires, so it cannot re-register
@@ -89,7 +88,6 @@ _V0_8 = Profile(
     recovering_state=False,
     elr_available=False,
     periodic_unclean_check=False,
-    last_known_leader_must_be_alive=True,
     session_guards_reregistration=False,
 )
 _V0_10 = replace(
