@@ -47,36 +47,33 @@ class Simulator:
 
     def __init__(self, cache_entries: int, views_cache_entries: int = 24):
         self._full = functools.lru_cache(maxsize=cache_entries)(self._full_uncached)
-        self._views = functools.lru_cache(maxsize=views_cache_entries)(self._views_uncached)
+        self._replay = functools.lru_cache(maxsize=views_cache_entries)(self._replay_uncached)
         self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
         self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
         self._profile = functools.lru_cache(maxsize=cache_entries)(self._profile_uncached)
 
     @staticmethod
-    def _full_uncached(key: str) -> dict[str, Any]:
-        return engine.simulate(json.loads(key), steps=True)
+    def _replay_uncached(key: str) -> dict[str, Any]:
+        """One run gives both the step list and every step's state (single partition)."""
+        return engine.simulate(json.loads(key), steps=True, all_views=True)
+
+    def _full_uncached(self, key: str) -> dict[str, Any]:
+        # the light copy (no per-step states) stays in the large cache; the heavy one in the small
+        return {k: v for k, v in self._replay(key).items() if k != "views"}
 
     @staticmethod
     def _view_uncached(key: str, at_step: int) -> dict[str, Any]:
         return engine.simulate(json.loads(key), at_step=at_step)
 
     @staticmethod
-    def _views_uncached(key: str) -> list[dict[str, Any]] | None:
-        return engine.simulate(json.loads(key), all_views=True).get("views")
-
-    @staticmethod
     def _count_uncached(key: str) -> tuple[int, int]:
-        scenario = json.loads(key)
-        # With several partitions the engine counts only steps it records (step_count is 0 for a
-        # plain run), so ask it to record: at_step=0 costs a snapshot, not the step list's copy.
-        several = int((scenario.get("topic") or {}).get("partitions", 1) or 1) > 1
-        result = engine.simulate(scenario, at_step=0) if several else engine.simulate(scenario)
+        result = engine.simulate(json.loads(key))
         return result["step_count"], result["final"]["t_ms"]
 
     @staticmethod
     def _profile_uncached(key: str) -> tuple[str, tuple[str, ...]]:
-        result = engine.simulate(json.loads(key))
-        return result["profile"]["kafka_version"], tuple(result.get("proposals", []))
+        described = engine.describe(json.loads(key))  # validation only, no run
+        return described["kafka_version"], tuple(described["proposals"])
 
     # The cached dicts are shared between requests: callers must treat them as read-only.
     def full(self, scenario: dict[str, Any]) -> dict[str, Any]:
@@ -85,7 +82,7 @@ class Simulator:
     def view(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
         """The state after `at_step` steps (read-only, shared between requests)."""
         key = canonical_json(scenario)
-        views = self._views(key)
+        views = self._replay(key).get("views")
         if views is not None:
             return views[min(at_step, len(views) - 1)]
         return self._view(key, at_step)["view"]
@@ -106,7 +103,7 @@ class Simulator:
     def cache_info(self) -> dict[str, Any]:
         return {
             "full": self._full.cache_info()._asdict(),
-            "views": self._views.cache_info()._asdict(),
+            "replay": self._replay.cache_info()._asdict(),
             "view": self._view.cache_info()._asdict(),
         }
 

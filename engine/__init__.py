@@ -23,7 +23,9 @@ from .profiles import PROFILES
 from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
 from .steps import STEP_KINDS
 
-__all__ = ["simulate", "validate", "Scenario", "ScenarioError", "Limits", "LIMITS", "PROFILES", "STEP_KINDS"]
+__all__ = [
+    "simulate", "validate", "describe", "Scenario", "ScenarioError", "Limits", "LIMITS", "PROFILES", "STEP_KINDS",
+]
 
 
 _gc_lock = threading.Lock()
@@ -60,6 +62,12 @@ def validate(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
     sc = scenario if isinstance(scenario, Scenario) else parse(scenario, limits)
     resolve(sc, limits)
     return sc
+
+
+def describe(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
+    """What a scenario runs under, without running it: its Kafka version and the proposals it uses."""
+    cfg = resolve(scenario if isinstance(scenario, Scenario) else parse(scenario, limits), limits)
+    return {"kafka_version": cfg.profile.version, "proposals": list(cfg.proposals)}
 
 
 def simulate(
