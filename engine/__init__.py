@@ -24,7 +24,8 @@ from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, p
 from .steps import STEP_KINDS
 
 __all__ = [
-    "simulate", "validate", "describe", "Scenario", "ScenarioError", "Limits", "LIMITS", "PROFILES", "STEP_KINDS",
+    "simulate", "validate", "describe", "Scenario", "ScenarioError",
+    "Limits", "LIMITS", "PROFILES", "STEP_KINDS",
 ]
 
 
