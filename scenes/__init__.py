@@ -48,7 +48,7 @@ def _read_toml(name: str) -> dict[str, Any]:
 @functools.cache
 def _course() -> tuple[SceneSummary, ...]:
     rows = _read_toml("course.toml")["scene"]
-    built = {p.stem for p in DATA_DIR.glob("*.toml")} - {"course", "course_qa"}
+    built = {p.stem for p in DATA_DIR.glob("*.toml")} - {"course", "course_qa", "glossary"}
     summaries = tuple(SceneSummary(**row, built=row["id"] in built) for row in rows)
     ids = [s.id for s in summaries]
     if len(set(ids)) != len(ids):
