@@ -1,6 +1,7 @@
 """The staff-engineer Q&A: free-text search over every answer in the course, and live answers.
 
-    search(query, limit=5) -> list[Hit]      BM25 (bm25s) over every built scene's QA + COURSE_QA
+    search(query, limit=5) -> list[Hit]      full-text search over every built scene's QA, COURSE_QA
+                                             and the glossary (SQLite FTS5 or bm25s, see DEFAULT_BACKEND)
     live_answer(qa, result) -> str | None    one sentence about the learner's simulation
 
 `search` never raises: it caps the query, returns [] for anything it cannot use, and builds the
@@ -11,8 +12,11 @@ by the QA's `live` field; a malformed result gives None, never an exception.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import re
+import sqlite3
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,15 +25,40 @@ import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
 from scenes import QA, all_qa
+from scenes.glossary import Term, glossary
 
 MAX_QUERY_CHARS = 200
 MAX_LIMIT = 20
 
+# Which index answers `search`. Both were measured on the learner questions of
+# tests/scenes/qa_questions.toml (bench/qa_search.py prints the figures).
+BACKENDS = ("fts5", "bm25s")
+DEFAULT_BACKEND = "fts5"
+
 # --------------------------------------------------------------------------------------------
-# tokenizing: lower case, split on anything that is not a letter or digit (so config keys and
-# error names split into words), drop stop words, then a light suffix stemmer. No stemmer package
-# is a dependency, so this is a small Porter-style subset, applied the same way to answers and
-# queries.
+# what the search reads: every built scene's QA, COURSE_QA, and one answer per glossary entry
+
+
+GLOSSARY_PREFIX = "glossary-"
+
+
+def glossary_qa(entry: Term) -> QA:
+    """A glossary entry as a search answer, so a learner who types a term finds its definition."""
+    tags = [entry.term, *([entry.name] if entry.name else []), *entry.aliases, *entry.keywords]
+    return QA(id=GLOSSARY_PREFIX + entry.id, question=f"Glossary: {entry.title}", answer=entry.definition,
+              sources=list(entry.sources), tags=tags, scene=None)
+
+
+@functools.cache
+def _answers() -> tuple[QA, ...]:
+    return tuple(all_qa()) + tuple(glossary_qa(t) for t in glossary())
+
+
+# --------------------------------------------------------------------------------------------
+# tokenizing for bm25s: lower case, split on anything that is not a letter or digit (so config
+# keys and error names split into words), drop stop words, then a light suffix stemmer. No
+# stemmer package is a dependency, so this is a small Porter-style subset, applied the same way to
+# answers and queries. (FTS5 brings its own Porter stemmer.)
 
 _TOKEN = re.compile(r"[a-z0-9]+")
 # words that carry meaning here although general stop lists drop them ("acks=all", "not enough")
@@ -37,7 +66,10 @@ _KEEP = {"all", "not", "no", "on", "off"}
 _STOP = (set(STOPWORDS_EN) - _KEEP) | {
     "do", "does", "did", "i", "my", "me", "we", "our", "you", "your", "what", "why", "how", "when",
     "which", "who", "can", "should", "would", "could", "has", "have", "had", "happens", "happen",
-    "any", "so", "just", "its", "from", "than", "get", "got",
+    "any", "so", "just", "its", "from", "than", "get", "got", "s", "t", "isn", "doesn", "don", "didn",
+    "wont", "cant", "dont", "doesnt", "isnt", "didnt", "whats", "mean", "means", "really", "exactly",
+    "actually", "anyway", "need", "needs", "needed", "want", "wants", "explain", "explained",
+    "understand", "please", "help", "anything", "thing", "things", "like", "re", "ve", "ll",
 }
 _SUFFIXES = ("ational", "ization", "ements", "ement", "ments", "ment", "ations", "ation", "ings", "ing",
              "edly", "ed", "ies", "ied", "es", "s", "ly")
@@ -73,15 +105,121 @@ _EXPAND = {"isr": ("insync", "replica"), "sync": ("insync",), "elr": ("eligible"
            "durable": ("durability",), "fsync": ("disk", "flush")}
 
 
-def tokenize(text: str) -> list[str]:
+def tokenize(text: str, bigrams: bool = True) -> list[str]:
+    """Stemmed words, their abbreviation expansions, and (`bigrams`) each pair of neighbouring
+    words as one more token, so "leader epoch" outranks a text that has "leader" and "epoch"
+    apart."""
     out: list[str] = []
+    words: list[str] = []
     for raw in _TOKEN.findall(text.lower()):
         if raw in _STOP or (len(raw) < 2 and not raw.isdigit()):
             continue
         tok = _stem(_IRREGULAR.get(raw, raw))
+        words.append(tok)
         out.append(tok)
         out.extend(_stem(t) for t in _EXPAND.get(tok, ()))
+    if bigrams:
+        out.extend(f"{a}_{b}" for a, b in zip(words, words[1:], strict=False))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# the query side, shared by both indexes: spelling repair against the answers' own words, then a
+# synonym table from how learners say things to how the answers say them. The expansions are
+# added to the query (OR), never substituted, so a learner's exact word still counts.
+
+SYNONYMS: dict[str, str] = {
+    "hw": "high watermark", "hwm": "high watermark", "watermark": "high watermark",
+    "leo": "log end offset", "end offset": "log end offset",
+    "isr": "in-sync replicas ISR", "in sync": "in-sync ISR", "insync": "in-sync ISR",
+    "elr": "eligible leader replicas ELR", "rf": "replication factor", "rf3": "replication factor 3",
+    "rf=3": "replication factor 3", "rf 3": "replication factor 3", "rf5": "replication factor 5",
+    "min isr": "min.insync.replicas", "min.isr": "min.insync.replicas", "minisr": "min.insync.replicas",
+    "min insync": "min.insync.replicas", "min.insync": "min.insync.replicas",
+    "lose data": "lost loss", "lost data": "lost loss", "losing data": "lost loss", "data loss": "lost",
+    "lose messages": "lost loss", "lost messages": "lost loss", "losing messages": "lost loss",
+    "lose": "lost", "losing": "lost",
+    "acks all": "acks=all", "acks -1": "acks=all", "acks=-1": "acks=all",
+    "dies": "crash crashes fenced", "died": "crash crashes fenced", "dead": "crash fenced stopped",
+    "down": "crash fenced", "goes down": "crash fenced", "crashed": "crash crashes",
+    "kicked out": "drop out leave removed", "kicked": "drop out removed", "removed": "drop out",
+    "stuck": "waiting wait", "hang": "waiting", "hangs": "waiting", "hanging": "waiting",
+    "slow": "slow straggler latency",
+    "fsync": "flush disk fsync", "fsynced": "flush disk fsync", "disk": "disk fsync",
+    "power outage": "power loss", "power cut": "power loss", "outage": "power loss",
+    "message": "record", "messages": "records", "msg": "record", "msgs": "records",
+    "duplicate": "duplicates idempotence", "duplicates": "idempotence",
+    "visible": "see consumers", "see": "visible consumers", "read": "visible consumers",
+    "difference": "versus vs", "vs": "difference versus", "versus": "difference vs",
+    "error 19": "NOT_ENOUGH_REPLICAS", "error 20": "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    "error 21": "INVALID_REQUIRED_ACKS", "code 21": "INVALID_REQUIRED_ACKS error 21",
+    "p99": "latency tail", "p999": "latency tail P999", "latency": "P999",
+    "safe": "safety lost loss", "unsafe": "lost loss",
+    "restart": "restarting restarted", "restarted": "restart", "restarting": "restart",
+    "kafka": "", "broker died": "broker dead crash fenced",
+    "failover": "leader crash election dies", "fail over": "leader crash election dies",
+    "re-elected": "leader moves election", "reelected": "leader moves election",
+    "leader change": "leader moves election", "leader moved": "leader moves election",
+    "only the leader": "leader alone single", "just the leader": "leader alone single",
+    "copy": "fetch copies", "copies": "fetch replicas", "get the data": "fetch copy",
+    "data": "records", "ack": "acks acknowledged wait", "sent after": "wait",
+    "back in sync": "back into the ISR rejoin", "rejoin": "back into the ISR",
+    "majority": "quorum majority", "raft": "quorum majority raft",
+    "cp": "CAP consistency", "ap": "CAP availability", "cap": "CAP consistency availability",
+}
+_SYN_RE = re.compile(r"(?<![\w.=-])("
+                     + "|".join(re.escape(k) for k in sorted(SYNONYMS, key=len, reverse=True))
+                     + r")(?![\w.=-])")
+
+
+@functools.cache
+def _vocabulary() -> frozenset[str]:
+    words: set[str] = set()
+    for qa in _answers():
+        words.update(re.findall(r"[a-z][a-z0-9]+", _document(qa).lower()))
+    return frozenset(words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _spell(word: str) -> str:
+    """The answers' own word closest to an unknown word ("hight" -> "high"), or the word itself."""
+    if len(word) < 4 or not word.isalpha() or word in _vocabulary() or word in _STOP:
+        return word
+    close = difflib.get_close_matches(word, _vocabulary(), n=1, cutoff=0.8)
+    return close[0] if close else word
+
+
+def _spelt(query: str) -> str:
+    return re.sub(r"[a-z]+", lambda m: _spell(m.group(0)), query.lower())
+
+
+def _term_key(text: str) -> str:
+    words = re.findall(r"[a-z0-9]+", text.lower().replace("_", " "))
+    return " ".join(w for w in words if w not in _STOP and w not in ("define", "definition", "term"))
+
+
+@functools.cache
+def _term_names() -> dict[str, str]:
+    """Every glossary spelling (as `_term_key` reduces it) -> the glossary answer's id."""
+    out: dict[str, str] = {}
+    for entry in glossary():
+        for spelling in entry.spellings:
+            out.setdefault(_term_key(spelling), GLOSSARY_PREFIX + entry.id)
+    out.pop("", None)
+    return out
+
+
+def term_asked(query: str) -> str | None:
+    """The glossary answer's id when the query is nothing but a term ("hw", "what is kraft?",
+    "purgatory??"): a learner who types a bare term wants its definition first."""
+    return _term_names().get(_term_key(_spelt(query)))
+
+
+def expand_query(query: str) -> str:
+    """The query with misspelt words repaired and the synonyms of what it says appended."""
+    text = _spelt(query)
+    extra = [SYNONYMS[m.group(1)] for m in _SYN_RE.finditer(text)]
+    return " ".join([text, *[e for e in extra if e]])
 
 
 def _document(qa: QA) -> str:
@@ -101,29 +239,109 @@ class Hit:
         return self.qa.scene
 
 
+# --------------------------------------------------------------------------------------------
+# the two indexes; each scores every answer for a query (0.0: no match), higher is better
+
+
+class _Bm25:
+    """bm25s over the suffix-stemmed tokens above; the query's synonyms go through the same tokens."""
+
+    def __init__(self, qas: tuple[QA, ...]):
+        self.retriever = bm25s.BM25()
+        self.retriever.index([tokenize(_document(qa)) or [""] for qa in qas], show_progress=False)
+        self.size = len(qas)
+
+    def scores(self, query: str) -> list[float]:
+        vocab = self.retriever.vocab_dict
+        known = [t for t in dict.fromkeys(tokenize(expand_query(query))) if t in vocab and t != ""]
+        if not known:
+            return [0.0] * self.size
+        return [float(s) for s in self.retriever.get_scores(known)]
+
+
+# FTS5 column weights: the question (what a query paraphrases), the answer, and the tags (the
+# glossary's aliases and keywords, the QA's topic words, its id)
+_FTS_WEIGHTS = (3.0, 1.0, 2.0)
+_FTS_WORD = re.compile(r"[a-z0-9]+(?:[._=-][a-z0-9]+)*")
+
+
+class _Fts5:
+    """SQLite FTS5 (standard library) with the Porter tokenizer, ranked by its built-in bm25()."""
+
+    def __init__(self, qas: tuple[QA, ...]):
+        self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        self.lock = threading.Lock()
+        self.db.execute("CREATE VIRTUAL TABLE answers USING fts5(question, answer, tags, "
+                        "tokenize = 'porter unicode61')")
+        self.db.executemany(
+            "INSERT INTO answers (rowid, question, answer, tags) VALUES (?, ?, ?, ?)",
+            [(i, qa.question, qa.answer, " ".join([*qa.tags, qa.id.replace("-", " ")]))
+             for i, qa in enumerate(qas)])
+        self.size = len(qas)
+
+    @staticmethod
+    def match_expression(query: str) -> str | None:
+        """Every word and synonym phrase of the query as an OR of quoted FTS5 strings (so no
+        learner input is ever read as FTS5 syntax), or None when nothing is left to match."""
+        text = expand_query(query)
+        terms: list[str] = []
+        for word in _FTS_WORD.findall(text):
+            parts = [p for p in re.split(r"[._=-]", word) if p]
+            if len(parts) == 1 and (word in _STOP or (len(word) < 2 and not word.isdigit())):
+                continue
+            terms.append(" ".join(parts))
+        if not terms:
+            return None
+        # neighbouring words of what the learner typed also count as a phrase
+        typed = [t for t in _FTS_WORD.findall(_spelt(query)) if t not in _STOP and len(t) > 1]
+        terms.extend(f"{a} {b}" for a, b in zip(typed, typed[1:], strict=False))
+        return " OR ".join('"' + t + '"' for t in dict.fromkeys(terms))
+
+    def scores(self, query: str) -> list[float]:
+        out = [0.0] * self.size
+        expr = self.match_expression(query)
+        if expr is None:
+            return out
+        with self.lock:
+            rows = self.db.execute("SELECT rowid, bm25(answers, ?, ?, ?) FROM answers WHERE answers MATCH ?",
+                                   (*_FTS_WEIGHTS, expr)).fetchall()
+        for rowid, rank in rows:
+            out[int(rowid)] = -float(rank)  # FTS5's bm25() is lower-is-better
+        return out
+
+
 @dataclass(frozen=True, slots=True)
 class _Index:
-    retriever: Any
+    backend: Any
     qas: tuple[QA, ...]
+
+    @property
+    def retriever(self) -> Any:  # the bm25s index, for callers that inspect it
+        return getattr(self.backend, "retriever", None)
 
 
 @functools.cache
-def _index() -> _Index:
-    qas = tuple(all_qa())
-    retriever = bm25s.BM25()
-    retriever.index([tokenize(_document(qa)) or [""] for qa in qas], show_progress=False)
-    return _Index(retriever, qas)
+def _index(backend: str | None = None) -> _Index:
+    qas = _answers()
+    name = backend or DEFAULT_BACKEND
+    return _Index(_Fts5(qas) if name == "fts5" else _Bm25(qas), qas)
 
 
 SCENE_BOOST = 1.25  # asked on a scene, that scene's answers win a close call
+# A glossary answer defines a word; a course answer explains a situation. Scaled down a little, a
+# definition still wins a query that is little more than the term ("hw", "purgatory?") and gives
+# way when a course answer matches the question as well.
+GLOSSARY_WEIGHT = 0.8
 
 
-def search(query: str, limit: int = 5, scene: str | None = None) -> list[Hit]:
-    """Best-matching answers across the course, best first; [] for an empty or unusable query.
+def search(query: str, limit: int = 5, scene: str | None = None, backend: str | None = None) -> list[Hit]:
+    """Best-matching answers across the course and the glossary, best first; [] for an empty or
+    unusable query.
 
-    `scene`: the scene the question is asked on; its answers' BM25 scores are multiplied by
+    `scene`: the scene the question is asked on; its answers' scores are multiplied by
     SCENE_BOOST, so a learner on scene 05 sees scene 05's answer first when the match is close,
-    while a clearly better answer elsewhere in the course still wins."""
+    while a clearly better answer elsewhere in the course still wins. `backend`: "fts5" or
+    "bm25s" (default DEFAULT_BACKEND); the benchmark compares them."""
     try:
         if not isinstance(query, str):
             return []
@@ -131,16 +349,18 @@ def search(query: str, limit: int = 5, scene: str | None = None) -> list[Hit]:
             limit = max(1, min(int(limit), MAX_LIMIT))
         except (TypeError, ValueError):
             limit = 5
-        tokens = tokenize(query[:MAX_QUERY_CHARS])
-        idx = _index()
-        known = [t for t in dict.fromkeys(tokens) if t in idx.retriever.vocab_dict and t != ""]
-        if not known:
-            return []
-        raw = idx.retriever.get_scores(known)
+        idx = _index(backend if backend in BACKENDS else None)
+        raw = idx.backend.scores(query[:MAX_QUERY_CHARS])
         scores = [
-            float(raw[i]) * (SCENE_BOOST if scene is not None and idx.qas[i].scene == scene else 1.0)
+            raw[i]
+            * (SCENE_BOOST if scene is not None and idx.qas[i].scene == scene else 1.0)
+            * (GLOSSARY_WEIGHT if idx.qas[i].id.startswith(GLOSSARY_PREFIX) else 1.0)
             for i in range(len(idx.qas))
         ]
+        asked = term_asked(query[:MAX_QUERY_CHARS])
+        if asked is not None:
+            i = next(i for i, qa in enumerate(idx.qas) if qa.id == asked)
+            scores[i] = max(scores) + 1.0
         order = sorted(range(len(idx.qas)), key=lambda i: (-scores[i], i))
         return [Hit(idx.qas[i], round(scores[i], 4)) for i in order[:limit] if scores[i] > 0.0]
     except Exception:  # noqa: BLE001 - a search box must never break the page
@@ -148,12 +368,11 @@ def search(query: str, limit: int = 5, scene: str | None = None) -> list[Hit]:
 
 
 def find(qa_id: str) -> QA | None:
-    """The QA with this id anywhere in the course, or None."""
-    for qa in _index().qas:
+    """The QA (or glossary answer) with this id anywhere in the course, or None."""
+    for qa in _answers():
         if qa.id == qa_id:
             return qa
     return None
-
 
 # --------------------------------------------------------------------------------------------
 # live answers: each reads an engine result and returns one or two concrete sentences (or None)

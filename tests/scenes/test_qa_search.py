@@ -3,11 +3,74 @@ real engine results correctly."""
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import pytest
 
 from app import qa as qa_mod
 from app.qa import LIVE, Hit, find, live_answer, search
 from scenes import all_qa
+from scenes.glossary import glossary
+
+QUESTIONS_FILE = Path(__file__).with_name("qa_questions.toml")
+TOP3_BAR = 0.95
+
+
+def _questions() -> list[dict]:
+    with QUESTIONS_FILE.open("rb") as fh:
+        return tomllib.load(fh)["q"]
+
+
+def test_the_question_set_is_sound():
+    qs = _questions()
+    assert len(qs) >= 60
+    texts = [q["text"] for q in qs]
+    assert len(set(texts)) == len(texts)
+    ids = {qa.id for qa in qa_mod._answers()}
+    for q in qs:
+        assert set(q) <= {"text", "expect", "first"} and q["expect"], q
+        assert set(q["expect"]) | set(q.get("first", [])) <= ids, q
+    # learners' words, not the answers' titles: no question is an answer's question verbatim
+    titles = {qa.question.lower().rstrip("?") for qa in qa_mod._answers()}
+    assert not {t.lower().rstrip("?") for t in texts} & titles
+
+
+def test_learner_questions_find_an_expected_answer_in_the_top_three():
+    qs = _questions()
+    failures = []
+    for q in qs:
+        ids = [h.qa.id for h in search(q["text"], limit=3)]
+        if not set(ids) & set(q["expect"]):
+            failures.append(f"{q['text']!r}: got {ids}, expected one of {q['expect']}")
+    share = 1 - len(failures) / len(qs)
+    assert share >= TOP3_BAR, f"top-3 hit rate {share:.1%} < {TOP3_BAR:.0%}; misses:\n" + "\n".join(failures)
+
+
+def test_questions_with_a_required_first_answer_get_it():
+    # "can I lose data with acks=all?" must not open with an acks=1 answer
+    for q in _questions():
+        if "first" in q:
+            hits = search(q["text"], limit=3)
+            assert hits and hits[0].qa.id in q["first"], (q["text"], [h.qa.id for h in hits])
+    top = search("can I lose data with acks=all?", limit=1)[0].qa
+    assert not top.id.startswith("acks1") and "acks=1" not in top.question
+
+
+def test_glossary_entries_are_answers():
+    for entry in glossary():
+        qa = find(f"glossary-{entry.id}")
+        assert qa is not None and qa.answer == entry.definition and qa.scene is None
+    assert [h.qa.id for h in search("purgatory", limit=1)] == ["glossary-purgatory"]
+    assert search("what is the HW?", limit=1)[0].qa.id == "glossary-hw"
+    assert search("hight watermark", limit=1)[0].qa.id == "glossary-hw"  # a typo is repaired
+
+
+@pytest.mark.parametrize("backend", qa_mod.BACKENDS)
+def test_both_backends_answer(backend):
+    hits = search("difference between HW and LEO", limit=3, backend=backend)
+    assert "hw-vs-leo" in [h.qa.id for h in hits]
+    assert search("", backend=backend) == []
 
 PARAPHRASES = [
     ("does the leader wait for every in-sync replica with acks all, or only min insync many?",
@@ -27,9 +90,10 @@ PARAPHRASES = [
 
 @pytest.mark.parametrize(("query", "expected"), PARAPHRASES)
 def test_paraphrased_questions_find_the_right_answer(query, expected):
+    # in the first two: since glossary definitions are answers too, a definition may come first
     hits = search(query)
     assert hits, query
-    assert hits[0].qa.id == expected, [(h.qa.id, h.score) for h in hits]
+    assert expected in [h.qa.id for h in hits[:2]], [(h.qa.id, h.score) for h in hits]
 
 
 def test_search_covers_the_course():
@@ -49,7 +113,8 @@ def test_search_shape_and_limit():
 
 HOSTILE = ["", "   ", "\x00\x00", "x" * 10_000, "acks " * 5_000, ".*(((+?[", r"\\d+$^|)(", "' OR 1=1; --",
            "<script>alert(1)</script>", "ünïcødé 日本語 🚀", "\ud800", "العربية", "%s%n{0}", "the a an of",
-           "a" * 199 + " acks", "💥" * 3000]
+           "a" * 199 + " acks", "💥" * 3000, '"', '"acks', "acks NEAR(isr)", "AND OR NOT", "*", "acks*",
+           "question:acks", "^acks", "{answer tags}: isr", "acks -isr", "(((", "NEAR/2"]
 
 
 @pytest.mark.parametrize("query", HOSTILE)
@@ -75,7 +140,7 @@ def test_query_is_capped():
 
 def test_index_is_built_once():
     assert qa_mod._index() is qa_mod._index()
-    assert len(qa_mod._index().qas) == len(all_qa())
+    assert len(qa_mod._index().qas) == len(all_qa()) + len(glossary())
     assert find("what-is-elr") is not None and find("nope") is None
 
 
