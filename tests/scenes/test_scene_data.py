@@ -193,9 +193,11 @@ def test_required_pseudocode_blocks(s05):
 
 
 def test_course_qa():
-    assert 6 <= len(COURSE_QA) <= 10
+    # besides answers for unbuilt scenes, COURSE_QA holds the basic answers the search needs
+    # (issue 8: "difference between HW and LEO", "can I lose data with acks=all?"), some for 05
+    assert 6 <= len(COURSE_QA) <= 20
     for q in COURSE_QA:
-        assert q.scene in SCENE_IDS and q.scene != "05"
+        assert q.scene in SCENE_IDS
         assert q.scene in q.tags
         assert q.sources and q.question.endswith("?")
     assert {q.scene for q in COURSE_QA} >= {"04", "04a", "06", "d1", "d2", "d3", "d4"}
