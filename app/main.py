@@ -32,6 +32,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 import engine
 import scenes
+from app import glossary as glossary_mod
 from app import panels as state_panels
 from app import presenters, urls
 from app.qa_panel import qa_panel
@@ -155,6 +156,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         htmx_url=urls.htmx_url(settings.static_dir),
         home_url=urls.home_url(),
         site_name=settings.site_name,
+        glossary_url=glossary_mod.GLOSSARY_PATH,
+        glossary_linker=glossary_mod.linker,  # marks terms in template text (the diagram legend)
     )
     charts_template = (settings.templates_dir / "_charts.html").exists()
     app.mount("/static", StaticFiles(directory=str(settings.static_dir)), name="static")
@@ -384,6 +387,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             THEME_COOKIE, theme, max_age=THEME_COOKIE_MAX_AGE_S, samesite="lax", httponly=False
         )
         return response
+
+    @app.get(glossary_mod.GLOSSARY_PATH, response_class=HTMLResponse)
+    def glossary_page(request: Request):
+        context = {"page_title": "Glossary", "glossary": glossary_mod.glossary_page()}
+        return render(request, "glossary.html", context)
 
     @app.get("/healthz")
     def healthz():

@@ -21,6 +21,7 @@ from typing import Any
 
 import scenes
 from app import urls
+from app.glossary import link_segments
 from app.simulation import Timeline
 from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
@@ -1015,6 +1016,7 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
     paragraphs = getattr(beat, "paragraphs", None) or [beat.narration]
     source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
     body = paragraphs[:-1] if source else paragraphs
+    terms_seen: set[str] = set()
     predict = beat.predict
     return {
         "items": [
@@ -1030,8 +1032,9 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         "n": index + 1,
         "count": len(beats),
         "title": beat.title,
-        "lead": [inline(p) for p in body[:1]],
-        "more": [inline(p) for p in body[1:]],
+        # glossary terms are marked at their first mention in the beat (app/glossary.py)
+        "lead": [link_segments(inline(p), terms_seen, "beat") for p in body[:1]],
+        "more": [link_segments(inline(p), terms_seen, "beat") for p in body[1:]],
         "source": source,
         "prev_url": urls.beat_url(state.scene_id, str(beats[index - 1].id), embed=embed)
         if index > 0
