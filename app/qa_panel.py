@@ -43,9 +43,27 @@ def _sources(item: Any) -> list[dict[str, Any]]:
     return out
 
 
+# The run's end-of-timeline fields: a live answer describes the current step, so it never sees them
+# (the step's view carries the engine's ledger as of that step instead).
+END_OF_RUN_KEYS = ("final", "acked_records", "lost_acked_records", "visible_records", "duplicate_records")
+
+
 def live_context(timeline: Timeline) -> dict[str, Any]:
-    """What a live answer may read: the whole result plus the state at the current step."""
-    return {**timeline.result, "view": timeline.view, "at_step": timeline.step, "scenario": timeline.scenario}
+    """What a live answer may read: the state at the current step (its `view`, with the ledger as
+    of that step), the steps so far, the batches the scenario produces (app/qa.py keeps only those
+    the ledger knows of by then), and each partition's state at this step."""
+    context = {k: v for k, v in timeline.result.items() if k not in END_OF_RUN_KEYS}
+    context.update(
+        view=timeline.view,
+        at_step=timeline.step,
+        steps=timeline.steps[: timeline.step],
+        scenario=timeline.scenario,
+    )
+    if "partitions" in context:
+        context["partitions"] = [
+            {k: v for k, v in p.items() if k not in END_OF_RUN_KEYS} for p in timeline.partitions
+        ]
+    return context
 
 
 def _live_answer(qa_module: Any, item: Any, timeline: Timeline) -> str | None:
