@@ -314,7 +314,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "headroom": presenters.headroom(state),
             "beat": beat,
             "qa": qa_panel(scene, state, timeline, embed=embed),
-            "challenge": presenters.challenge_panel(scene, timeline, sandbox=beat["sandbox"]),
+            "challenge": presenters.challenge_panel(
+                scene, timeline, sandbox=beat["sandbox"], views=sim.views(timeline.scenario)
+            ),
             "share": {
                 "url": base + canonical,
                 "path": canonical,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import scenes
-from app import urls
+from app import ledger, urls
 from app.simulation import Timeline
 from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
@@ -87,104 +87,44 @@ def _join(values: list[Any], empty: str = "none") -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# acknowledged and lost records at a step
+# acknowledged and lost records at a step: read from the engine's ledger (app/ledger.py)
 
 
-def _batch_keys(result: dict[str, Any]) -> list[tuple[int, int]]:
-    """(partition, index as the steps name it) for each entry of `result["produce"]`.
-
-    With several partitions a step's `produce` counts that partition's batches only, so the
-    n-th batch of partition p is (p, n); with one partition it is (0, position in the list).
-    """
-    multi = "partitions" in result
-    counters: dict[int, int] = {}
-    keys = []
-    for batch in result.get("produce", []):
-        part = int(batch.get("partition") or 0) if multi else 0
-        keys.append((part, counters.get(part, 0)))
-        counters[part] = counters.get(part, 0) + 1
-    return keys
+def timeline_snapshots(timeline: Timeline) -> list[dict[str, Any]]:
+    """Every partition's state at the timeline's step."""
+    return ledger.snapshots(timeline.view, timeline.partitions)
 
 
-def _batch_step_span(result: dict[str, Any]) -> dict[tuple[int, int], tuple[int, int]]:
-    """(first, last) step that names each batch, keyed like `_batch_keys`."""
-    multi = "partitions" in result
-    span: dict[tuple[int, int], tuple[int, int]] = {}
-    for entry in result.get("steps", []):
-        if entry.get("produce") is None:
-            continue
-        key = (int(entry.get("partition") or 0) if multi else 0, int(entry["produce"]))
-        i = int(entry.get("i", 0))
-        first, _ = span.get(key, (i, i))
-        span[key] = (first, i)
-    return span
-
-
-def acked_records_by_step(result: dict[str, Any], step: int, partition: int | None = None) -> list[str]:
-    """Records acknowledged to the producer within the first `step` steps (of one partition).
-
-    A batch counts as acknowledged at the last `producer_receive` step that names it, provided
-    its final outcome is `acked` (an earlier receive may have been a retriable error).
-    """
-    multi = "partitions" in result
-    last_receive: dict[tuple[int, int], int] = {}
-    for entry in result.get("steps", []):
-        if entry.get("kind") == "producer_receive" and entry.get("produce") is not None:
-            key = (int(entry.get("partition") or 0) if multi else 0, int(entry["produce"]))
-            last_receive[key] = int(entry.get("i", 0))
-    records: list[str] = []
-    for key, batch in zip(_batch_keys(result), result.get("produce", []), strict=True):
-        if partition is not None and key[0] != partition:
-            continue
-        if batch.get("outcome") == "acked" and last_receive.get(key, 10**9) <= step:
-            records.extend(str(r) for r in batch.get("records", []))
-    return records
-
-
-def lost_in_view(
-    result: dict[str, Any], view: dict[str, Any], step: int, step_count: int, partition: int | None = None
-) -> set[str]:
-    """Acknowledged records missing from the leader's log at this step (the engine's ledger at the end)."""
-    if step >= step_count:
-        if partition is not None and "partitions" in result:
-            return {str(r) for r in result["partitions"][partition].get("lost_acked_records", [])}
-        return {str(r) for r in result.get("lost_acked_records", [])}
-    part = view.get("partition", {})
-    leader = part.get("leader", -1)
-    if leader in (None, -1) or not part.get("online", True):
-        return set()
-    leader_log = view["brokers"].get(str(leader), {}).get("log", [])
-    on_leader = {str(entry.get("record")) for entry in leader_log}
-    return {r for r in acked_records_by_step(result, step, partition) if r not in on_leader}
+def ledger_at(timeline: Timeline) -> dict[str, list[str]]:
+    """The engine's ledger at the timeline's step, over every partition."""
+    return ledger.union(timeline_snapshots(timeline))
 
 
 def lost_records_at(timeline: Timeline) -> set[str]:
-    partition = 0 if "partitions" in timeline.result else None
-    return lost_in_view(timeline.result, timeline.view, timeline.step, timeline.step_count, partition)
+    """Acknowledged records missing from the leader at this step (the diagram's partition)."""
+    return {str(r) for r in timeline.view["ledger"]["lost"]}
 
 
 def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
     """What the producer has heard so far at this step: acknowledged, failed, waiting, lost."""
-    result, step = timeline.result, timeline.step
-    span = _batch_step_span(result)
+    snaps = timeline_snapshots(timeline)
+    produce = timeline.result.get("produce", [])
     acked: list[str] = []
     failed: list[str] = []
     waiting: list[str] = []
-    unsent = 0
-    for key, batch in zip(_batch_keys(result), result.get("produce", []), strict=True):
+    known = ledger.batches(produce, snaps)
+    for batch in known:
         records = ", ".join(str(r) for r in batch.get("records", []))
-        first, last = span.get(key, (10**9, 10**9))
-        if step >= last and batch.get("outcome") == "acked":
+        if batch["outcome"] == "acked":
             acked.append(records)
-        elif step >= last and batch.get("outcome") == "failed":
+        elif batch["outcome"] == "failed":
             failed.append(f"{records} ({batch.get('error') or 'error'})")
-        elif step >= last and batch.get("outcome") == "sent":
+        elif batch["outcome"] == "sent":
             acked.append(f"{records} (acks=0: sent, never answered)")
-        elif step >= first:
-            waiting.append(records)
         else:
-            unsent += 1
-    lost = sorted(lost_records_at(timeline))
+            waiting.append(records)
+    unsent = len(produce) - len(known)
+    lost = sorted(ledger.union(snaps)["lost"])
     parts = [f"Acknowledged: {_join(acked)}."]
     if failed:
         parts.append(f"Failed: {'; '.join(failed)}.")
@@ -192,7 +132,7 @@ def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
         parts.append(f"Waiting for an answer: {_join(waiting)}.")
     if unsent:
         parts.append(f"{unsent} batch{'es' if unsent != 1 else ''} not sent yet.")
-    parts.append(f"Acknowledged but lost: {_join(lost)}." if lost else "No acknowledged record lost.")
+    parts.append(f"Acknowledged but lost: {_join(lost)}." if lost else "No acknowledged record lost so far.")
     return {"acked": acked, "failed": failed, "waiting": waiting, "lost": lost, "text": " ".join(parts)}
 
 
@@ -1061,38 +1001,68 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
     }
 
 
-def challenge_panel(scene: Any, timeline: Timeline, *, sandbox: bool = True) -> dict[str, Any] | None:
-    """The challenge's verdict. `sandbox` is False while the beat runs as written: a loss the beat
-    itself stages is then the course's demonstration, not the reader's solution, and says so."""
+def first_loss(views: Any, upto: int) -> tuple[int, list[str]] | None:
+    """(step, records) of the first step at or before `upto` whose ledger lists an acknowledged
+    record as lost, from the run's per-step states (`views[k]` after k steps); None if none."""
+    for k in range(min(upto, len(views) - 1) + 1):
+        lost = ledger.union(ledger.snapshots(views[k]))["lost"]
+        if lost:
+            return k, lost
+    return None
+
+
+def _named(records: list[str]) -> str:
+    return ("record " if len(records) == 1 else "records ") + ", ".join(records)
+
+
+def challenge_panel(
+    scene: Any, timeline: Timeline, *, sandbox: bool = True, views: Any = None
+) -> dict[str, Any] | None:
+    """The challenge's verdict at the timeline's step, from the engine's ledger as of that step:
+    "not yet" until a step where an acknowledged record is lost, then which record and when.
+
+    `views`: the run's state after every step (`views[k]` after k steps), to name the step where the
+    first loss happened; without it the verdict names the current step. `sandbox` is False while
+    the beat runs as written: a loss the beat itself stages is then the course's demonstration,
+    not the reader's solution, and says so."""
     challenge = getattr(scene, "challenge", None)
     if challenge is None:
         return None
-    lost = [str(r) for r in timeline.result.get("lost_acked_records", [])]
-    acked = [str(r) for r in timeline.result.get("acked_records", [])]
-    if lost and not sandbox:
-        verdict = (
-            f"This beat, as written, loses acknowledged records {', '.join(lost)} by the end of its "
-            f"timeline (press End ▶| to see it). Your turn: change a knob or inject a fault and lose "
-            f"one yourself, or find the knob that makes this beat's faults harmless."
-        )
-    elif lost:
-        verdict = (
-            f"Done: this timeline loses acknowledged records {', '.join(lost)} "
-            f"(the engine's loss ledger, at the end of the timeline)."
-        )
+    step = timeline.step
+    now = ledger_at(timeline)
+    lost, acked = now["lost"], now["acked"]
+    first = first_loss(views, step) if views is not None else ((step, lost) if lost else None)
+    if first is not None:
+        at, records = first
+        when = f"at step {at}" if at != step else f"at this step ({step})"
+        if not sandbox:
+            verdict = (
+                f"This beat, as written, lost acknowledged {_named(records)} {when}: that is the course's "
+                f"demonstration. Your turn: change a knob or inject a fault and lose one yourself, or find "
+                f"the knob that makes this beat's faults harmless."
+            )
+        else:
+            was = "was" if len(records) == 1 else "were"
+            verdict = f"Done: acknowledged {_named(records)} {was} lost {when} (the engine's loss ledger)."
+        if at != step and set(lost) != set(records):
+            verdict += (
+                f" At step {step} the ledger lists {_named(lost)} as lost." if lost
+                else f" At step {step} the ledger lists none as lost."
+            )
     elif acked:
         verdict = (
-            f"Not yet: {len(acked)} acknowledged record(s), none lost by the end of this timeline. "
+            f"Not yet: {len(acked)} acknowledged record(s) so far, none lost up to step {step}. "
             f"Try the knobs and the fault buttons."
         )
     else:
-        verdict = "Not yet: nothing has been acknowledged in this timeline."
+        verdict = f"Not yet: nothing has been acknowledged up to step {step}."
     return {
         "title": challenge.title,
         "text": inline(challenge.text),
-        "solved": bool(lost) and sandbox,
+        "solved": first is not None and sandbox,
         "verdict": verdict,
         "lost": lost,
+        "lost_step": first[0] if first is not None else None,
     }
 
 

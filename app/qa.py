@@ -20,6 +20,7 @@ from typing import Any
 import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
+from app import ledger
 from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
 
@@ -204,66 +205,22 @@ def _profile(result: dict[str, Any]) -> Profile:
 
 def _snapshots(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Every partition's state at the moment described (the step's view, else the end of the run)."""
-    state = _state(result)
-    merged = state.get("partitions")
-    if isinstance(merged, list) and merged and all(isinstance(p, dict) for p in merged):
-        return merged
-    key = "view" if isinstance(result.get("view"), dict) else "final"
-    parts = [p.get(key) for p in result.get("partitions") or [] if isinstance(p, dict)]
-    if parts and all(isinstance(p, dict) for p in parts):
-        return parts
-    return [state]
+    if isinstance(result.get("view"), dict):
+        return ledger.snapshots(result["view"], result.get("partitions"))
+    finals = [p.get("final") for p in result.get("partitions") or []]
+    if finals and all(isinstance(f, dict) for f in finals):
+        return finals
+    return [result["final"]]
 
 
 def _ledger(result: dict[str, Any]) -> dict[str, list[str]]:
-    """The engine's ledger as of the moment described: records sent, acknowledged, failed, and
-    acknowledged but lost by then, over every partition. Never the end of the run for a step."""
-    out: dict[str, dict[str, None]] = {"acked": {}, "failed": {}, "sent": {}, "lost": {}}
-    for snap in _snapshots(result):
-        ledger = snap["ledger"]
-        for key, seen in out.items():
-            seen.update(dict.fromkeys(str(r) for r in ledger[key]))
-    return {key: list(seen) for key, seen in out.items()}
-
-
-_FINAL_ONLY = ("error", "offsets", "done_ms", "attempts")
+    """The engine's ledger as of the moment described, over every partition (app/ledger.py)."""
+    return ledger.union(_snapshots(result))
 
 
 def _batches(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The producer's batches the moment described knows of, in the order they were produced,
-    each with its outcome as of then: "acked", "failed", "sent" (acks=0: never answered) or
-    "pending". A batch not handed to the network yet, and not waiting for a leader, is left out.
-
-    The run's own entry holds the batch's final fields (error, offsets, attempts, done_ms); they
-    are kept only once the ledger records the batch's outcome, which never changes after that.
-    """
-    ledger = _ledger(result)
-    acked, failed, sent = set(ledger["acked"]), set(ledger["failed"]), set(ledger["sent"])
-    in_flight: dict[tuple[str, ...], dict[str, Any]] = {}
-    for snap in _snapshots(result):
-        for req in (snap.get("producer") or {}).get("in_flight") or []:
-            in_flight[tuple(str(r) for r in req.get("records") or [])] = req
-    out = []
-    for batch in result.get("produce") or []:
-        recs = [str(r) for r in batch.get("records") or []]
-        if not recs:
-            continue
-        if recs[0] in acked:
-            out.append({**batch, "outcome": "acked"})
-            continue
-        if recs[0] in failed:
-            out.append({**batch, "outcome": "failed"})
-            continue
-        req = in_flight.get(tuple(recs))
-        if req is None and recs[0] not in sent:
-            continue  # not produced yet at this moment
-        open_batch = {k: v for k, v in batch.items() if k not in _FINAL_ONLY}
-        if req is None and str(batch.get("acks")) == "0":
-            out.append({**open_batch, "outcome": "sent"})
-        else:
-            out.append({**open_batch, "outcome": "pending",
-                        "attempts": req.get("attempt") if req is not None else None})
-    return out
+    """The batches produced by the moment described, each with its outcome then (app/ledger.py)."""
+    return ledger.batches(result.get("produce") or [], _snapshots(result))
 
 
 def _leader_log_below_hw(snap: dict[str, Any]) -> set[str] | None:
@@ -759,12 +716,12 @@ def live_truncated(result: dict[str, Any]) -> str | None:
 
 
 def live_acked_copies(result: dict[str, Any]) -> str | None:
-    ledger = _ledger(result)
-    acked = ledger["acked"]
+    seen = _ledger(result)
+    acked = seen["acked"]
     if not acked:
         return "Nothing has been acknowledged in your run yet."
     states = _snapshots(result)
-    lost = set(ledger["lost"])
+    lost = set(seen["lost"])
     parts = []
     for rec in acked[:6]:
         holders = sorted({h for st in states if st.get("brokers") for h in _brokers_holding(st, [rec])})

@@ -87,6 +87,11 @@ class Simulator:
             return views[min(at_step, len(views) - 1)]
         return self._view(key, at_step)["view"]
 
+    def views(self, scenario: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """Every step's state (`views[k]` after k steps; read-only), or None when the engine gave
+        none for this scenario. Callers that look back over the steps so far read this."""
+        return self._replay(canonical_json(scenario)).get("views")
+
     def view_result(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
         """The whole `at_step` result (read-only): with several partitions it holds each one's
         `view` under `partitions`, which the all-views cache does not."""
