@@ -47,10 +47,11 @@ def union(snaps: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
 
 
 def batches(produce: Iterable[dict[str, Any]], snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The run's batches that exist at this step, in produce order, each with `outcome` as of then:
-    "acked", "failed", "sent" (acks=0, never answered) or "pending" (in flight, or sent and waiting).
-    A batch the producer has not started yet is left out. A pending batch has no error, offsets or
-    done time, and `attempts` is its attempt in flight (None when unknown)."""
+    """The run's batches the ledger knows of at this step (sent, acknowledged or failed by then), in
+    produce order, each with `outcome` as of then: "acked", "failed", "sent" (acks=0: never
+    answered) or "pending" (sent, no answer yet). A batch not handed to the network yet (not
+    produced, or waiting for a leader) is left out. A pending batch has no error, offsets or done
+    time, and `attempts` is its attempt in flight (None when unknown)."""
     ledger = union(snaps)
     acked, failed, sent = set(ledger["acked"]), set(ledger["failed"]), set(ledger["sent"])
     in_flight: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -67,9 +68,9 @@ def batches(produce: Iterable[dict[str, Any]], snaps: list[dict[str, Any]]) -> l
         elif recs[0] in failed:
             out.append({**batch, "outcome": "failed"})
         else:
+            if recs[0] not in sent:
+                continue  # not handed to the network yet at this step
             req = in_flight.get(tuple(recs))
-            if req is None and recs[0] not in sent:
-                continue  # not produced yet at this step
             open_batch = {k: v for k, v in batch.items() if k not in FINAL_ONLY}
             if req is None and str(batch.get("acks")) == "0":
                 out.append({**open_batch, "outcome": "sent"})
@@ -78,8 +79,3 @@ def batches(produce: Iterable[dict[str, Any]], snaps: list[dict[str, Any]]) -> l
                 out.append({**open_batch, "outcome": "pending", "attempts": attempt})
     return out
 
-
-def unsent(produce: Iterable[dict[str, Any]], snaps: list[dict[str, Any]]) -> int:
-    """How many of the run's batches the producer has not started by this step."""
-    produce = list(produce)
-    return len(produce) - len(batches(produce, snaps))

@@ -16,6 +16,7 @@ border and a glyph as well as colour, so nothing depends on colour alone:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,6 +113,7 @@ def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
     acked: list[str] = []
     failed: list[str] = []
     waiting: list[str] = []
+    unanswered: list[str] = []  # acks=0: sent, and no answer ever comes
     known = ledger.batches(produce, snaps)
     for batch in known:
         records = ", ".join(str(r) for r in batch.get("records", []))
@@ -120,7 +122,7 @@ def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
         elif batch["outcome"] == "failed":
             failed.append(f"{records} ({batch.get('error') or 'error'})")
         elif batch["outcome"] == "sent":
-            acked.append(f"{records} (acks=0: sent, never answered)")
+            unanswered.append(records)
         else:
             waiting.append(records)
     unsent = len(produce) - len(known)
@@ -128,12 +130,21 @@ def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
     parts = [f"Acknowledged: {_join(acked)}."]
     if failed:
         parts.append(f"Failed: {'; '.join(failed)}.")
+    if unanswered:
+        parts.append(f"Sent with acks=0, never answered: {_join(unanswered)}.")
     if waiting:
         parts.append(f"Waiting for an answer: {_join(waiting)}.")
     if unsent:
         parts.append(f"{unsent} batch{'es' if unsent != 1 else ''} not sent yet.")
     parts.append(f"Acknowledged but lost: {_join(lost)}." if lost else "No acknowledged record lost so far.")
-    return {"acked": acked, "failed": failed, "waiting": waiting, "lost": lost, "text": " ".join(parts)}
+    return {
+        "acked": acked,
+        "failed": failed,
+        "waiting": waiting,
+        "unanswered": unanswered,
+        "lost": lost,
+        "text": " ".join(parts),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -198,17 +209,74 @@ def run_title(result: dict[str, Any]) -> str:
     return title
 
 
+# ----------------------------------------------------------------------------------------------
+# narration that follows the knobs: `{knob.key}` placeholders, and a note when the knobs differ
+
+# A placeholder names a knob: `{replica.lag.time.max.ms}`. ISR sets such as {1, 2} start with a
+# digit, so they never match.
+KNOB_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
+
+
+def knob_placeholders(text: str) -> list[str]:
+    """The knob keys a narration text names as placeholders."""
+    return KNOB_PLACEHOLDER.findall(text or "")
+
+
+def knob_text(key: str, value: str) -> str:
+    """A knob value as a sentence reads it: a time in ms as "30 s" or "300 ms", the rest as set."""
+    if key.endswith(".ms") and value.isdigit():
+        ms = int(value)
+        return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"
+    return value
+
+
+def fill_knobs(text: str, values: dict[str, str]) -> str:
+    """The text with each `{knob}` placeholder replaced by the learner's current value."""
+    return KNOB_PLACEHOLDER.sub(
+        lambda m: knob_text(m[1], values[m[1]]) if m[1] in values else m[0], text or ""
+    )
+
+
+def _knob_setting(key: str, value: str) -> str:
+    return f"Kafka {value}" if key == "kafka_version" else f"{key}={value}"
+
+
+def preset_values(scene: Any, beat: Any) -> dict[str, str]:
+    """Every knob's value as the beat presets it (its own settings over the scene's defaults)."""
+    presets = {k: format_value(v) for k, v in (beat.knobs or {}).items()}
+    return {k.key: presets.get(k.key, format_value(k.default)) for k in scene.knobs}
+
+
+def knob_note(scene: Any, beat: Any, values: dict[str, str]) -> str | None:
+    """"The narration describes the preset (…); your knobs: …" when the learner's knobs differ from
+    the beat's preset, naming only the knobs that differ; None when they match."""
+    preset = preset_values(scene, beat)
+    differ = [k for k in preset if k in values and values[k] != preset[k]]
+    if not differ:
+        return None
+    was = ", ".join(_knob_setting(k, preset[k]) for k in differ)
+    now = ", ".join(_knob_setting(k, values[k]) for k in differ)
+    return f"The narration describes the preset ({was}); your knobs: {now}."
+
+
 def compare_panel(
     scene: Any, state: SceneState, timeline: Timeline, run: Any, *, embed: bool = False
 ) -> dict[str, Any] | None:
     """The comparison column: its diagram, title, label and what its producer heard, or why not."""
     if run is None:
         return None
-    compare = scene.beat(state.beat).compare
+    beat = scene.beat(state.beat)
+    compare = beat.compare
+    values = dict(state.knobs)
+    narration = fill_knobs(compare.narration, values)
+    note = knob_note(scene, beat, values)
+    if narration and note:  # the comparison's story is written for the preset too
+        narration = note + " " + narration
     out: dict[str, Any] = {
         "title": compare.title,
         "label": run_label(compare.label),
-        "narration": inline(compare.narration) if compare.narration else None,
+        "narration": inline(narration) if narration else None,
+        "knob_note": note,
         "main_title": run_title(timeline.result),
         "main_outcomes": produce_outcomes(timeline),
         "unavailable": run.unavailable,
@@ -952,7 +1020,8 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
                 "url": urls.page_url(state, embed=embed, step=entry["i"]),
             }
             break
-    paragraphs = getattr(beat, "paragraphs", None) or [beat.narration]
+    values = dict(state.knobs)
+    paragraphs = [fill_knobs(p, values) for p in (getattr(beat, "paragraphs", None) or [beat.narration])]
     source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
     body = paragraphs[:-1] if source else paragraphs
     predict = beat.predict
@@ -985,6 +1054,7 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         if index + 1 == len(beats) and not embed
         else None,
         "sandbox": sandbox,
+        "knob_note": knob_note(scene, beat, values),
         "focus": focus,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
         "predict": {

@@ -695,20 +695,28 @@ def live_epoch_caches(result: dict[str, Any]) -> str | None:
     return text
 
 
+_TRUNCATION_TEXT = {
+    "diverging_epoch": "broker {b} deleted {r} to match the leader's epochs",
+    "high_watermark": "broker {b} deleted {r}, cutting its log back to its high watermark",
+    "power_loss": "a power cut erased {r} from broker {b}",
+    "disk_lost": "broker {b}'s destroyed disk took {r} with it",
+}
+
+
 def live_truncated(result: dict[str, Any]) -> str | None:
-    why_text = {"diverging_epoch": "to match the leader's epochs",
-                "high_watermark": "back to its high watermark", "power_loss": "in a power cut"}
-    parts = []
+    parts, gone = [], set()
     for bid, b in sorted(_state(result)["brokers"].items(), key=lambda kv: int(kv[0])):
         by_why: dict[str, list[str]] = {}
         for t in b.get("truncated") or []:
             by_why.setdefault(str(t.get("why")), []).append(str(t.get("record")))
         for why, recs in by_why.items():
-            parts.append(f"broker {bid} lost {_records(recs)} {why_text.get(why, why)}")
+            text = _TRUNCATION_TEXT.get(why, "broker {b} deleted {r} (" + why + ")")
+            parts.append(text.format(b=bid, r=_records(recs)))
+            gone.update(recs)
     if not parts:
         return "No replica has deleted or lost a record in your run so far."
     text = "In your run " + "; ".join(parts) + "."
-    lost = _ledger(result)["lost"]
+    lost = [r for r in _ledger(result)["lost"] if r in gone]
     if lost:
         text += (f" Of those, {_records(lost)} had been acknowledged and "
                  f"{'are' if len(lost) != 1 else 'is'} gone from the leader too.")

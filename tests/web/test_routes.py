@@ -279,7 +279,8 @@ def test_the_challenge_is_judged_by_the_loss_ledger(client):
     lossy = None
     for beat in [b["id"] for b in plain.context["beat"]["items"]]:
         for extra in ("", "&unclean.leader.election.enable=true"):
-            r = client.get(f"{SCENE}?beat={beat}{extra}")
+            url = f"{SCENE}?beat={beat}{extra}"
+            r = client.get(url + "&step=100000")  # the verdict follows the step: look at the end
             if r.context["challenge"]["solved"]:
                 lossy = r
                 break
@@ -287,10 +288,18 @@ def test_the_challenge_is_judged_by_the_loss_ledger(client):
             break
     assert lossy is not None, "some beat with unclean election on should lose an acked write"
     assert lossy.context["challenge"]["lost"]
+    step = lossy.context["challenge"]["lost_step"]
+    assert step is not None and f"at step {step}" in lossy.context["challenge"]["verdict"]
+    # one step before the loss, the same run has not lost anything yet
+    before = client.get(url + f"&step={step - 1}")
+    assert before.context["challenge"]["solved"] is False
+    assert before.context["challenge"]["verdict"].startswith("Not yet")
 
 
 def test_a_loss_the_beat_stages_itself_is_not_the_readers_solution(client):
     r = client.get(f"{SCENE}?beat=unclean-election")
+    assert r.context["challenge"]["verdict"].startswith("Not yet")  # step 0: nothing is lost yet
+    r = client.get(f"{SCENE}?beat=unclean-election&step=100000")
     challenge = r.context["challenge"]
     assert challenge["lost"] and challenge["solved"] is False
     assert "as written" in challenge["verdict"]
