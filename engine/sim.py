@@ -2137,6 +2137,19 @@ class Sim:
                 return False  # the leader has not yet heard the follower's LEO, so its HW may still move
         return True
 
+    def awaiting_failover(self) -> bool:
+        """The controller still names a leader that cannot lead (crashed, stopped, or cut off
+        from the controller) and has not fenced it yet; fencing moves leadership or takes the
+        partition offline (§5), about broker.session.timeout.ms after the last heartbeat."""
+        c = self.ctl
+        if c.leader == NO_LEADER or c.reg[c.leader].fenced:
+            return False
+        L = self.brokers[c.leader]
+        return not L.alive or not self.linked(L.id, "controller")
+
+    def settled_after_failover(self) -> bool:
+        return not self.awaiting_failover() and self.settled()
+
     # ---------------------------------------------------------------------------------------
     # observation
 
@@ -2688,8 +2701,9 @@ def _run_one(
         elif do == "advance":
             sim.run_until(sim.now + a.ms)
         elif do == "settle":
-            if not sim.settled():
-                sim.run_until(sim.now + a.max_ms, stop=sim.settled)
+            done = sim.settled_after_failover if a.through_failover else sim.settled
+            if not done():
+                sim.run_until(sim.now + a.max_ms, stop=done)
         elif do == "crash":
             sim.crash(a.broker, a.lose_unflushed, lose_disk=a.lose_disk)
         elif do == "power_loss":
