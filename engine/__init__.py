@@ -85,7 +85,8 @@ def simulate(
     steps: include every engine step. at_step: also return `view`, the state after that many
     steps (0 = the initial state; past the end = the final state). all_views: also return `views`,
     the state after every step (views[k] after k steps), so a caller that scrubs through one
-    scenario replays it once; a topic with several partitions ignores it (use at_step).
+    scenario replays it once; with several partitions views[k] equals the at_step=k `view`
+    (partition 0's snapshot plus every partition's under `partitions`).
     limits: caps for untrusted input; trusted callers such as the benchmarks may raise them.
     """
     if at_step is not None and (not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < 0):
