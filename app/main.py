@@ -225,7 +225,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         current = request.headers.get("HX-Current-URL")
         if not current:
             return None
-        parts = urlsplit(current)
+        try:
+            parts = urlsplit(current)
+        except ValueError:  # e.g. "http://[::1": an unreadable header is no previous state
+            return None
         if parts.path.rstrip("/") != (urls.embed_path(scene.id) if embed else urls.scene_path(scene.id)):
             return None
         try:
@@ -414,9 +417,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             body.extend(chunk)
             if len(body) > settings.max_body_bytes:
                 return JSONResponse(too_big, status_code=413)
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            # A form or text/plain body is a "simple" request any web page can make a visitor's
+            # browser send; accepting only JSON keeps other sites from running simulations here.
+            return JSONResponse(
+                {
+                    "error": "unsupported_media_type",
+                    "problems": [
+                        {"path": "$", "message": "send the scenario as Content-Type: application/json"}
+                    ],
+                },
+                status_code=415,
+            )
         try:
             scenario = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            return JSONResponse(
+                {
+                    "error": "invalid_scenario",
+                    "problems": [{"path": "$", "message": "the body nests too deeply to be a scenario"}],
+                },
+                status_code=422,
+            )
+        except ValueError as exc:  # not JSON, bad UTF-8, or an integer too long to convert
             return JSONResponse(
                 {
                     "error": "invalid_scenario",

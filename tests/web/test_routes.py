@@ -353,3 +353,37 @@ def test_theme_toggle_sets_a_cookie_and_only_redirects_locally(client):
     client.cookies.set("theme", "dark")
     assert 'data-theme="dark"' in client.get("/").text
     client.cookies.clear()
+
+
+# -- hostile input: each gets a 4xx with a reason, never a 500 -------------------------------
+
+
+@pytest.mark.parametrize(
+    "body, reason",
+    [
+        ("[" * 5000 + "]" * 5000, "nests too deeply"),
+        ('{"version": 1, "seed": ' + "9" * 5000 + "}", "not JSON"),
+    ],
+)
+def test_api_pathological_json_is_422_not_500(client, body, reason):
+    r = client.post("/api/v1/simulate", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+    assert reason in r.json()["problems"][0]["message"]
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+def test_api_accepts_json_bodies_only(client, content_type):
+    headers = {"content-type": content_type} if content_type else {}
+    r = client.post("/api/v1/simulate", content=json.dumps(SCENARIO), headers=headers)
+    assert r.status_code == 415
+    assert "application/json" in r.json()["problems"][0]["message"]
+    json_utf8 = {"content-type": "application/json; charset=utf-8"}
+    ok = client.post("/api/v1/simulate", content=json.dumps(SCENARIO), headers=json_utf8)
+    assert ok.status_code == 200
+
+
+def test_an_unreadable_hx_current_url_is_ignored_not_a_500(client):
+    r = client.get(
+        "/scenes/05?step=2", headers={"HX-Request": "true", "HX-Current-URL": "http://[::1"}
+    )
+    assert r.status_code == 200
