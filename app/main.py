@@ -156,7 +156,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         home_url=urls.home_url(),
         site_name=settings.site_name,
     )
-    charts_template = (settings.templates_dir / "_charts.html").exists()
+    for required in ("_charts.html", "_charts_slot.html"):  # a partial missing from an image fails here
+        if not (settings.templates_dir / required).exists():
+            raise RuntimeError(f"template {required} is missing from {settings.templates_dir}")
     app.mount("/static", StaticFiles(directory=str(settings.static_dir)), name="static")
 
     # -- helpers --------------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "beat_label": presenters.beat_label(scene, state, timeline),
             "compare": compare,
             "state_panels": state_panels.state_panels(scene, timeline, previous_view),
-            "charts": state_panels.charts_slot(scene, state, timeline, template_exists=charts_template),
+            "charts": state_panels.charts_slot(scene, state, timeline),
             "course": presenters.course_links(scene.id, embed=embed),
             "timeline": presenters.timeline_panel(timeline, state, embed=embed),
             "faults": presenters.fault_buttons(timeline, state, embed=embed),
