@@ -138,6 +138,37 @@ class GZip:
         await self.gzip({**scope, "app.raw_send": send}, receive, send)
 
 
+class CatchAll:
+    """Pure ASGI middleware: an unexpected exception becomes the friendly 500 page *inside* the
+    middleware stack, so the error page gets the same security headers and compression as every
+    other response (Starlette's own catch-all sits outside every user middleware)."""
+
+    def __init__(self, app: Any, handler: Any):
+        self.app = app
+        self.handler = handler
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:  # too late for an error page: log it and let the connection end
+                log.exception("error after the response started on %s", scope.get("path"))
+                return
+            response = await self.handler(Request(scope), exc)
+            await response(scope, receive, send)
+
+
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
@@ -493,7 +524,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse({"error": "invalid_request", "problems": problems}, status_code=422)
         return error_page(request, 400, "Bad address", "Some part of this address could not be read.")
 
-    @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
         log.exception("unhandled error on %s", request.url.path)
         return error_page(
@@ -504,6 +534,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "still good; please report it so we can replay it.",
         )
 
+    app.add_middleware(CatchAll, handler=unexpected)
     app.add_middleware(GZip, minimum_size=settings.gzip_min_bytes)
     app.add_middleware(FrameHeaders, extra=settings.extra_headers)
     return app

@@ -387,3 +387,17 @@ def test_an_unreadable_hx_current_url_is_ignored_not_a_500(client):
         "/scenes/05?step=2", headers={"HX-Request": "true", "HX-Current-URL": "http://[::1"}
     )
     assert r.status_code == 200
+
+
+def test_an_unexpected_error_is_a_friendly_500_with_the_security_headers(client, monkeypatch):
+    import app.presenters
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("zzq-internal-detail")
+
+    monkeypatch.setattr(app.presenters, "notes_panel", broken)
+    r = client.get("/scenes/05")
+    assert r.status_code == 500
+    assert "Something broke" in r.text and "Traceback" not in r.text and "zzq-internal-detail" not in r.text
+    for header in ("content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"):
+        assert header in r.headers, header
