@@ -80,8 +80,14 @@ EMBED_STEP_PANELS = [
 ]
 EMBED_SCENARIO_PANELS = EMBED_STEP_PANELS + ["_beat.html", "_knobs.html"]
 
-FRAME_DENY = {"Content-Security-Policy": "frame-ancestors 'none'", "X-Frame-Options": "DENY"}
-FRAME_ANY = {"Content-Security-Policy": "frame-ancestors *"}
+# Every page is same-origin only: no inline script or style (htmx's indicator styles and eval are
+# switched off in base.html), images from here or data: URLs (the empty favicon). Only the
+# framing rule differs between embeds and everything else.
+CSP_BASE = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'"
+)
+FRAME_DENY = {"Content-Security-Policy": f"{CSP_BASE}; frame-ancestors 'none'", "X-Frame-Options": "DENY"}
+FRAME_ANY = {"Content-Security-Policy": f"{CSP_BASE}; frame-ancestors *"}
 COMMON_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "strict-origin-when-cross-origin"}
 
 

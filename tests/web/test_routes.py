@@ -111,6 +111,12 @@ def test_history_restore_gets_the_full_page(client):
     assert r.template.name == "scene.html"
 
 
+def test_every_response_has_a_strict_content_security_policy(client):
+    for url in ("/", SCENE, "/embed/05", "/static/app.css", "/nope", "/scenes/05?step=zz"):
+        policy = client.get(url).headers["content-security-policy"]
+        assert policy.startswith("default-src 'self';") and "unsafe-inline" not in policy, url
+
+
 def test_frame_headers_forbid_framing_except_for_embeds(client):
     for url in ("/", SCENE, "/static/app.css", "/nope"):
         r = client.get(url)
@@ -118,7 +124,7 @@ def test_frame_headers_forbid_framing_except_for_embeds(client):
         assert "frame-ancestors 'none'" in r.headers["content-security-policy"], url
     r = client.get("/embed/05")
     assert r.status_code == 200 and r.template.name == "embed.html"
-    assert r.headers["content-security-policy"] == "frame-ancestors *"
+    assert r.headers["content-security-policy"].endswith("; frame-ancestors *")
     assert "x-frame-options" not in r.headers
     assert "site-header" not in r.text  # no site chrome
     assert r.context["share"]["full_url"].endswith(
