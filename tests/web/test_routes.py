@@ -407,3 +407,30 @@ def test_an_unexpected_error_is_a_friendly_500_with_the_security_headers(client,
     assert "Something broke" in r.text and "Traceback" not in r.text and "zzq-internal-detail" not in r.text
     for header in ("content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"):
         assert header in r.headers, header
+
+
+def test_share_urls_follow_a_trusted_proxys_forwarded_scheme_and_host():
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "kafka.example.org"}
+    # with no trusted proxy the headers are ignored; from a trusted address they are believed
+    untrusted = TestClient(create_app(Settings()))
+    share = untrusted.get("/scenes/05", headers=forwarded).context["share"]
+    assert share["url"].startswith("http://testserver/")
+    trusted = TestClient(create_app(Settings(trusted_proxies=("127.0.0.0/8",))), client=("127.0.0.1", 5555))
+    share = trusted.get("/scenes/05", headers=forwarded).context["share"]
+    assert share["url"].startswith("https://kafka.example.org/scenes/05?")
+    assert 'src="https://kafka.example.org/embed/05?' in share["embed_code"]
+    bad_host = trusted.get("/scenes/05", headers={"X-Forwarded-Host": "evil.example/<x>"}).context["share"]
+    assert bad_host["url"].startswith("http://testserver/")
+
+
+def test_settings_read_trusted_proxies_from_the_environment():
+    from app.settings import Settings
+
+    env = {"BUILD_KAFKA_TRUSTED_PROXIES": " 127.0.0.1, 10.0.0.0/8 ,"}
+    assert Settings.from_env(env).trusted_proxies == ("127.0.0.1", "10.0.0.0/8")
+    assert Settings.from_env({}).trusted_proxies == ()
