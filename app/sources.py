@@ -13,6 +13,8 @@ the Kafka documentation, papers). `link_citations(text)` cuts a citation line in
                                    further range after it ("and 1463-1472") links on its own
     0.10.2.2 Partition.scala 104   the same file at that release tag instead
     https://...                    itself
+    Kafka documentation: Persistence   a named page or paper in DOC_LINKS
+    apache/kafka PR #9533          a GitHub pull request or issue
 
 Everything else stays plain text. Unknown file names stay plain text too: a link that points at
 the wrong file would be worse than none.
@@ -44,6 +46,26 @@ KIP_PAGES: dict[int, str] = {
     966: "KIP-966%3A+Eligible+Leader+Replicas",
 }
 JIRA_URL = "https://issues.apache.org/jira/browse/"
+_DOCS = "https://kafka.apache.org/documentation/"
+# Named public documents the course cites, spelled exactly like this in citations.
+DOC_LINKS: dict[str, str] = {
+    "Kafka documentation: Replicated Logs": _DOCS + "#design_replicatedlog",
+    "Kafka documentation: Persistence": _DOCS + "#design_filesystem",
+    "Kafka documentation: producer configs": _DOCS + "#producerconfigs",
+    "Kafka documentation: topic configs": _DOCS + "#topicconfigs",
+    "Kafka documentation: broker configs": _DOCS + "#brokerconfigs",
+    "Kafka documentation: upgrade notes": _DOCS + "#upgrade",
+    "Kafka documentation: rack awareness": _DOCS + "#basic_ops_racks",
+    "Kafka documentation: Eligible Leader Replicas": "https://kafka.apache.org/41/operations/eligible-leader-replicas",
+    "Schroeder and Gibson, FAST 2007": "https://www.usenix.org/legacy/event/fast07/tech/schroeder/schroeder_html/index.html",
+    "Ford et al., OSDI 2010": "https://www.usenix.org/legacy/event/osdi10/tech/full_papers/Ford.pdf",
+    "Cidon et al., Copysets, USENIX ATC 2013": "https://www.usenix.org/conference/atc13/technical-sessions/presentation/cidon",
+    "Backblaze Drive Stats": "https://www.backblaze.com/blog/category/cloud-storage/hard-drive-stats/",
+    "Clopper and Pearson, Biometrika 1934": "https://doi.org/10.1093/biomet/26.4.404",
+    "Allegro Tech blog: Kafka performance analysis (2024)": "https://blog.allegro.tech/2024/03/kafka-performance-analysis.html",
+}
+# "owner/repo PR #n" or "owner/repo issue #n"; a bare "librdkafka" means confluentinc's
+GITHUB_ALIASES = {"librdkafka": "confluentinc/librdkafka"}
 
 # Kafka source files the course cites; a citation names them by file name alone.
 _SOURCE_PATHS = (
@@ -76,6 +98,8 @@ SOURCE_FILES: dict[str, str] = {path.rsplit("/", 1)[1]: path for path in _SOURCE
 _RANGE = r"\d+(?:-\d+)?(?![\w-]|\.\w)"
 _TOKEN_RE = re.compile(
     r"(?P<url>https?://[^\s;,()]+)"
+    r"|(?P<doc>" + "|".join(re.escape(k) for k in sorted(DOC_LINKS, key=len, reverse=True)) + ")"
+    r"|(?P<gh>(?P<repo>\b[\w.-]+/[\w.-]+|\blibrdkafka) (?P<ghkind>PR|issue) #(?P<ghn>\d+))"
     r"|(?P<kip>\bKIP-(?P<kipn>\d+))"
     r"|(?P<jira>\bKAFKA-\d+)"
     rf"|(?P<src>(?:(?P<tag>\b\d+\.\d+(?:\.\d+)*) )?(?P<file>\b[A-Z]\w+\.(?:scala|java))"
@@ -106,12 +130,9 @@ def source_url(file_name: str, lines: str = "", tag: str | None = None) -> str |
 
 
 def citation_url(text: str) -> str | None:
-    """The URL of one whole citation ("KIP-101", "Partition.scala 1149-1222", a URL), or None."""
-    text = text.strip()
-    match = _TOKEN_RE.fullmatch(text)
-    if match is None or match["more"]:
-        return None
-    return link_citations(text)[0]["url"]
+    """The URL of a single citation ("KIP-101", "Partition.scala 1149-1222", a paper, a URL): the
+    first link found in it, or None when it names nothing linkable."""
+    return next((seg["url"] for seg in link_citations(text.strip()) if seg["url"]), None)
 
 
 def link_citations(text: str) -> list[dict[str, Any]]:
@@ -134,6 +155,12 @@ def link_citations(text: str) -> list[dict[str, Any]]:
         plain(text[pos : m.start()])
         if m["url"]:
             out.append({"text": m["url"], "url": m["url"]})
+        elif m["doc"]:
+            out.append({"text": m["doc"], "url": DOC_LINKS[m["doc"]]})
+        elif m["gh"]:
+            repo = GITHUB_ALIASES.get(m["repo"], m["repo"])
+            kind = "pull" if m["ghkind"] == "PR" else "issues"
+            out.append({"text": m["gh"], "url": f"https://github.com/{repo}/{kind}/{m['ghn']}"})
         elif m["kip"]:
             out.append({"text": m["kip"], "url": kip_url(int(m["kipn"]))})
         elif m["jira"]:
