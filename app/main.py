@@ -61,12 +61,12 @@ STEP_PANELS = [
     "_qa.html",
     "_share.html",
     "_state_fields.html",
+    "_check.html",  # a prediction (guess=) changes only the state, not the scenario
 ]
 SCENARIO_PANELS = STEP_PANELS + [
     "_beat.html",
     "_knobs.html",
     "_headroom.html",
-    "_check.html",
     "_charts_slot.html",
 ]
 EMBED_STEP_PANELS = [
