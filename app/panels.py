@@ -24,11 +24,10 @@ otherwise, so this module never depends on it.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import logging
 from typing import Any
 
+from app import charts
 from app.presenters import acked_records_by_step, lost_in_view
 from app.simulation import Timeline
 
@@ -353,23 +352,12 @@ def page_cache_panel(timeline: Timeline) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _charts_module() -> Any | None:
-    try:
-        if importlib.util.find_spec("app.charts") is None:
-            return None
-        return importlib.import_module("app.charts")
-    except ImportError:
-        return None
+def charts_slot(scene: Any, state: Any, timeline: Timeline) -> dict[str, Any] | None:
+    """The scene's at-scale charts panel context, or None when the scene shows no charts.
 
-
-def charts_slot(
-    scene: Any, state: Any, timeline: Timeline, *, template_exists: bool
-) -> dict[str, Any] | None:
-    """The chart teammate's panel context, or None when the scene, module or template is missing."""
-    if not template_exists or not any(p in CHART_PANELS for p in scene.panels):
-        return None
-    module = _charts_module()
-    if module is None or not hasattr(module, "charts_panel"):
+    `app.charts` is imported with this module, so an image or checkout without it (or without
+    the curves reader it needs) fails at start-up instead of silently dropping the panels."""
+    if not any(p in CHART_PANELS for p in scene.panels):
         return None
     try:
         raw = getattr(state, "knobs", ()) or ()
@@ -388,12 +376,11 @@ def _charts_for(scene_id: str, knobs: tuple[tuple[str, str], ...]) -> dict[str, 
     The returned dict is shared between requests and must be treated as read-only."""
     import scenes
 
-    module = _charts_module()
     scene = scenes.load_scene(scene_id)
     state = _KnobsOnly(dict(knobs))
-    if "scale_costs" in scene.panels and hasattr(module, "scale_costs"):
-        return {"costs": module.scale_costs(state)}
-    return module.charts_panel(scene, state, None)
+    if "scale_costs" in scene.panels:
+        return {"costs": charts.scale_costs(state)}
+    return charts.charts_panel(scene, state, None)
 
 
 class _KnobsOnly:

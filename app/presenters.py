@@ -23,6 +23,7 @@ import engine
 import scenes
 from app import urls
 from app.simulation import Timeline
+from app.sources import link_citations
 from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
 
@@ -983,7 +984,7 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         "title": beat.title,
         "lead": [inline(p) for p in body[:1]],
         "more": [inline(p) for p in body[1:]],
-        "source": source,
+        "source": link_citations(source) if source else None,
         "prev_url": urls.beat_url(state.scene_id, str(beats[index - 1].id), embed=embed)
         if index > 0
         else None,
@@ -998,17 +999,41 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         "sandbox": sandbox,
         "focus": focus,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
-        "predict": {
-            "question": inline(predict.question),
-            "options": [
-                {"n": chr(ord("A") + i), "text": inline(o), "answer": i == predict.answer}
-                for i, o in enumerate(predict.options)
-            ],
-            "answer": inline(f"{chr(ord('A') + predict.answer)}. {predict.options[predict.answer]}"),
-            "explanation": inline(predict.explanation),
-        }
-        if predict
-        else None,
+        "predict": predict_panel(beat, state, embed=embed) if predict else None,
+    }
+
+
+def predict_panel(beat: Any, state: SceneState, *, embed: bool) -> dict[str, Any]:
+    """The beat's question with one link per option (`guess=<letter>`), and, once the URL holds a
+    guess, the verdict: which option was chosen, right or wrong, why that option is wrong, and the
+    explanation. Choosing keeps the step and every other part of the state."""
+    predict = beat.predict
+    right = chr(ord("A") + predict.answer)
+    why_not = list(getattr(predict, "why_not", None) or [])
+    options = []
+    for i, text in enumerate(predict.options):
+        letter = chr(ord("A") + i)
+        options.append(
+            {
+                "n": letter,
+                "text": inline(text),
+                "answer": i == predict.answer,
+                "chosen": letter == state.guess,
+                "url": urls.page_url(state, embed=embed, guess=letter),
+                "why_not": inline(why_not[i]) if i < len(why_not) and why_not[i] else None,
+            }
+        )
+    chosen = next((o for o in options if o["chosen"]), None)
+    return {
+        "question": inline(predict.question),
+        "options": options,
+        "right": right,
+        "answer": inline(f"{right}. {predict.options[predict.answer]}"),
+        "explanation": inline(predict.explanation),
+        "guess": state.guess if chosen else None,
+        "correct": chosen is not None and chosen["answer"],
+        "chosen": chosen,
+        "clear_url": urls.page_url(state, embed=embed, guess=None) if chosen else None,
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from app import urls
 from app.presenters import inline
 from app.simulation import Timeline
+from app.sources import citation_url
 from app.state import SceneState
 
 SEARCH_RESULTS = 5
@@ -39,7 +40,7 @@ def _sources(item: Any) -> list[dict[str, Any]]:
     out = []
     for source in _field(item, "sources", []) or []:
         text = str(source)
-        out.append({"text": text, "url": text if text.startswith(("https://", "http://")) else None})
+        out.append({"text": text, "url": citation_url(text)})
     return out
 
 
