@@ -20,6 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import engine
 import scenes
 from app import ledger, urls
 from app.simulation import Timeline
@@ -917,91 +918,41 @@ HEADROOM_ACKS = (
 
 
 def headroom(state: SceneState) -> dict[str, Any] | None:
-    """The durability headroom implied by the knobs (kafka-semantics.md §2.2, §10 S5).
+    """The durability headroom table for the knobs, from engine.headroom (the engine's profile
+    rules decide the effective minimum; nothing is re-derived here).
 
-    4.1 (3.7+): effective min ISR = min(M, RF); acks=all writes continue while at most
-    RF - effective_min replicas are gone. 3.6: no cap, so M > RF refuses every acks=all write.
     None for a scene without a min.insync.replicas knob, or with an acks value the table does
     not model (acks=2 of old Kafka, the KIP-926 proposal), rather than a table that misleads.
     """
     knobs = dict(state.knobs)
     if "min.insync.replicas" not in knobs or knobs.get("acks", "all") not in HEADROOM_ACKS:
         return None
-    rf = _int(knobs.get("replication.factor", "3"), 3)
+    rf = max(_int(knobs.get("replication.factor", "3"), 3), 1)
     m = _int(knobs.get("min.insync.replicas", "1"), 1)
     acks = knobs.get("acks", "all")
-    unclean = knobs.get("unclean.leader.election.enable", "false") == "true"
-    elr = _int(knobs.get("eligible.leader.replicas.version", "0"), 0) >= 1
-    version = knobs.get("kafka_version", "4.1")
-    capped = version not in ("0.8", "0.10", "3.6")
-    effective = min(m, rf) if capped else m
-    refuses_all = acks == "all" and effective > rf
-    write_headroom = max(rf - effective, 0) if not refuses_all else None
-    if capped:
-        formula = (
-            f"effective min ISR = min({m}, {rf}) = {effective}; headroom = {rf} − {effective} = "
-            f"{write_headroom}"
-        )
-    elif refuses_all:
-        formula = (
-            f"Kafka {version} has no effective-min cap: min.insync.replicas {m} > RF {rf}, so "
-            f"every acks=all write is refused with NOT_ENOUGH_REPLICAS."
-        )
-    else:
-        formula = f"min ISR {m} (no cap in {version}); headroom = {rf} − {m} = {write_headroom}"
-    rows = []
-    for down in range(0, rf + 1):
-        live = rf - down
-        if live == 0:
-            writes = "offline: no replica left to lead"
-            safety = (
-                "unclean election of the first returning replica can lose acknowledged writes"
-                if unclean
-                else "acknowledged writes wait on the dead brokers' disks: unavailable, not lost"
-            )
-            status = "offline"
-        elif acks == "all":
-            if refuses_all:
-                writes, status = "refused: NOT_ENOUGH_REPLICAS (min ISR > RF)", "refused"
-            elif live >= effective:
-                writes, status = "keeps writing", "ok"
-            else:
-                writes, status = "refused: NOT_ENOUGH_REPLICAS (ISR below min)", "refused"
-            if down == 0:
-                safety = "no loss: every acknowledged write is on every ISR member"
-            elif write_headroom is not None and down <= write_headroom and effective >= 2:
-                safety = "no acknowledged loss: each acked write was on ≥ 2 replicas of the ISR"
-            elif unclean:
-                safety = "at risk: an unclean election can pick a replica that lacks acked writes"
-            elif effective == 1:
-                safety = "at risk if the last ISR member dies: acks=all meant one copy" + (
-                    "; ELR keeps clean candidates" if elr else ""
-                )
-            else:
-                safety = "no acknowledged loss while elections stay clean" + (" (ELR helps)" if elr else "")
-        else:
-            writes, status = f"keeps writing (acks={acks} ignores min ISR)", "ok"
-            safety = (
-                "at risk: acks=0 gets no answer at all"
-                if acks == "0"
-                else "at risk: acks=1 is acknowledged before any follower has the record"
-            )
-            if down == 0:
-                safety = "no broker lost yet, but a leader crash can drop acked records"
-        rows.append({"down": down, "live": live, "writes": writes, "safety": safety, "status": status})
-    return {
-        "rf": rf,
-        "m": m,
-        "acks": acks,
-        "effective": effective,
-        "headroom": write_headroom,
-        "formula": formula,
-        "rows": rows,
-        "version": version,
-        "capped": capped,
-        "refuses_all": refuses_all,
-        "unclean": unclean,
+    topic: dict[str, Any] = {"replicas": list(range(1, rf + 1)), "min.insync.replicas": m}
+    if "unclean.leader.election.enable" in knobs:
+        topic["unclean.leader.election.enable"] = knobs["unclean.leader.election.enable"] == "true"
+    scenario: dict[str, Any] = {
+        "kafka_version": knobs.get("kafka_version", "4.1"),
+        "brokers": [{"id": b} for b in range(1, max(rf, 3) + 1)],
+        "topic": topic,
+        "producer": {"acks": acks if acks == "all" else int(acks)},
+        "actions": [],
     }
+    if "eligible.leader.replicas.version" in knobs:
+        scenario["controller"] = {
+            "eligible.leader.replicas.version": _int(knobs["eligible.leader.replicas.version"], 0)
+        }
+    try:
+        return engine.headroom(scenario)
+    except engine.ScenarioError:
+        # the scene applies its ELR knob only where the version has ELR; the engine says which
+        scenario.pop("controller", None)
+        try:
+            return engine.headroom(scenario)
+        except engine.ScenarioError:
+            return None
 
 
 def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) -> dict[str, Any]:

@@ -19,12 +19,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import sim as _sim
+from .headroom import headroom
 from .profiles import PROFILES
 from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
 from .steps import STEP_KINDS
 
 __all__ = [
-    "simulate", "validate", "describe", "Scenario", "ScenarioError",
+    "simulate", "validate", "describe", "headroom", "Scenario", "ScenarioError",
     "Limits", "LIMITS", "PROFILES", "STEP_KINDS",
 ]
 

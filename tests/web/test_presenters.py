@@ -185,6 +185,19 @@ def test_headroom_caps_min_isr_at_rf_in_41_and_refuses_in_36():
     assert h["refuses_all"] and h["rows"][0]["status"] == "refused"
 
 
+def test_headroom_has_no_effective_min_cap_before_3_7():
+    # issue 8: the table said a 1.1 cluster with RF 2 and min.insync.replicas 3 keeps writing,
+    # while the engine refuses every acks=all write; the rule now comes from the engine's profile
+    for version in ("0.8", "0.10", "1.1", "3.6"):
+        h = presenters.headroom(
+            STATE.replace(knobs=(("acks", "all"), ("min.insync.replicas", "3"), ("replication.factor", "2"),
+                                 ("kafka_version", version)))
+        )
+        assert h["refuses_all"] and not h["capped"] and h["headroom"] is None, version
+        assert [r["status"] for r in h["rows"]] == ["refused", "refused", "offline"], version
+        assert "no effective-min cap" in h["formula"]
+
+
 def test_fault_buttons_offer_restart_only_for_a_stopped_broker():
     rows = presenters.fault_buttons(timeline(3, snapshot()), STATE, embed=False)
     verbs = {r["broker"]: [b["verb"] for b in r["buttons"]] for r in rows}
