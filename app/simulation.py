@@ -20,6 +20,7 @@ landed becomes the URL's new step.
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import json
@@ -51,6 +52,8 @@ class Simulator:
         self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
         self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
         self._profile = functools.lru_cache(maxsize=cache_entries)(self._profile_uncached)
+        self._memo: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
+        self._memo_entries = cache_entries
 
     @staticmethod
     def _replay_uncached(key: str) -> dict[str, Any]:
@@ -91,6 +94,21 @@ class Simulator:
         """The whole `at_step` result (read-only): with several partitions it holds each one's
         `view` under `partitions`, which the all-views cache does not."""
         return self._view(canonical_json(scenario), at_step)
+
+    def views(self, scenario: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """Every step's state from the one all-views replay, or None where the engine has none."""
+        return self._replay(canonical_json(scenario)).get("views")
+
+    def memo(self, key: tuple[Any, ...], build: Any) -> Any:
+        """A value derived from a scenario (its stops), built once per key (read-only, shared)."""
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        value = build()
+        self._memo[key] = value
+        if len(self._memo) > self._memo_entries:
+            self._memo.popitem(last=False)
+        return value
 
     def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
         """(step count, final simulated time) of a scenario."""
