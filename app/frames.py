@@ -166,7 +166,9 @@ def _count(steps: Sequence[dict[str, Any]], kind: str) -> int:
     return sum(1 for s in steps if s.get("kind") == kind)
 
 
-def repeat_title(round_steps: Sequence[dict[str, Any]], folded: Sequence[dict[str, Any]], span_ms: int) -> str:
+def repeat_title(
+    round_steps: Sequence[dict[str, Any]], folded: Sequence[dict[str, Any]], span_ms: int
+) -> str:
     """What a folded stretch repeated, how often and over how long."""
     rounds = len(folded) // max(1, len(round_steps))
     over = f"over {format_ms(span_ms)}" if span_ms > 0 else "at the same moment"
@@ -186,7 +188,8 @@ def repeat_title(round_steps: Sequence[dict[str, Any]], folded: Sequence[dict[st
     if fetches and fetches * 2 >= len(folded):
         return f"Followers fetched {fetches} more time{'s' if fetches != 1 else ''} {over}."
     first = str(round_steps[0].get("text", "")).rstrip(".")
-    more = "" if len(round_steps) == 1 else f" (and {len(round_steps) - 1} more step{'s' if len(round_steps) > 2 else ''})"
+    others = len(round_steps) - 1
+    more = f" (and {others} more step{'s' if others > 1 else ''})" if others else ""
     return f"The same happened {rounds} more time{'s' if rounds != 1 else ''} {over}, e.g. {first}{more}."
 
 
@@ -335,7 +338,9 @@ def stops(
     return out
 
 
-def key_moment_steps(steps: Sequence[dict[str, Any]], key_moments: Sequence[KeyMoment]) -> dict[int, list[str]]:
+def key_moment_steps(
+    steps: Sequence[dict[str, Any]], key_moments: Sequence[KeyMoment]
+) -> dict[int, list[str]]:
     """1-based engine step of each key moment that happens in this run -> its titles."""
     found: dict[int, list[str]] = {}
     for moment in key_moments:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import scenes
-from app import urls
+from app import frames, urls
 from app.simulation import Timeline
-from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
+from app.state import INJECT_VERBS, QUIET, InjectedAction, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
 
 # ----------------------------------------------------------------------------------------------
@@ -697,23 +697,77 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
 # timeline, faults, event log, pseudocode
 
 
-def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dict[str, Any]:
+CAPTION_LOG_LINES = 3
+
+
+def _path(timeline: Timeline, all_stops: list[frames.Stop] | None) -> list[frames.Stop] | None:
+    """The stops inside the timeline's window (an embed may keep it inside [from, to])."""
+    if not all_stops:
+        return None
+    return frames.within(all_stops, timeline.first_step, timeline.last_step)
+
+
+def _quiet_url(timeline: Timeline, state: SceneState, *, embed: bool) -> str | None:
+    """ "Run until quiet", offered at the end of the timeline and once a fault was injected, unless
+    the run is already told to go quiet at this step."""
+    step = timeline.step
+    faulted = any(a.verb != QUIET and landed <= step
+                  for a, landed in zip(state.actions, timeline.injected_steps, strict=False))
+    if not (step >= timeline.last_step or faulted):
+        return None
+    if any(a.verb == QUIET and landed == step
+           for a, landed in zip(state.actions, timeline.injected_steps, strict=False)):
+        return None
+    quiet = InjectedAction(QUIET, None, step)
+    return urls.page_url(state, embed=embed, actions=state.actions + (quiet,), step=step)
+
+
+def timeline_panel(
+    timeline: Timeline, state: SceneState, *, embed: bool, stops: list[frames.Stop] | None = None
+) -> dict[str, Any]:
+    """The timeline bar. Step and Back go to the next and previous stop (one engine step each
+    with fine=1); the scrubber still reaches every engine step."""
     step, first, last = timeline.step, timeline.first_step, timeline.last_step
     current = timeline.current
+    path = _path(timeline, stops)
+    if state.fine or path is None:
+        forward = min(last, step + 1) if step < last else None
+        back = max(first, step - 1) if step > first else None
+    else:
+        after, before = frames.next_stop(path, step), frames.previous_stop(path, step)
+        forward = after.step if after is not None and step < last else None
+        back = before.step if before is not None and step > first else None
+    position = None
+    if path:
+        k = frames.stop_index(path, step)
+        at_stop = path[k].step == step
+        position = {
+            "n": k + 1,
+            "count": len(path),
+            "at_stop": at_stop,
+            "text": f"stop {k + 1} of {len(path)}"
+            if at_stop
+            else f"between stops {k} and {k + 1} of {len(path)}",
+        }
     return {
         "step": step,
         "first": first,
         "last": last,
         "count": timeline.step_count,
         "t_ms": timeline.view.get("t_ms", 0),
+        "stop": position,
+        "fine": state.fine,
+        "fine_url": urls.page_url(state, embed=embed, fine=True) if not state.fine and path else None,
+        "fold_url": urls.page_url(state, embed=embed, fine=False) if state.fine else None,
+        "quiet_url": _quiet_url(timeline, state, embed=embed),
         "restart_url": urls.page_url(state, embed=embed, step=first),
-        "back_url": urls.page_url(state, embed=embed, step=max(first, step - 1)) if step > first else None,
-        "forward_url": urls.page_url(state, embed=embed, step=min(last, step + 1)) if step < last else None,
+        "back_url": urls.page_url(state, embed=embed, step=back) if back is not None else None,
+        "forward_url": urls.page_url(state, embed=embed, step=forward) if forward is not None else None,
         "end_url": urls.page_url(state, embed=embed, step=last) if step < last else None,
         "at_end": step >= last,
         "current_text": current["text"] if current else "Before the first step: press Step to begin.",
         "injected": [
-            {"code": a.encode(), "landed": s}
+            {"code": a.encode(), "landed": s, "quiet": a.verb == QUIET}
             for a, s in zip(state.actions, timeline.injected_steps, strict=False)
         ],
         "speeds": [
@@ -723,6 +777,68 @@ def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dic
             {"value": "200", "label": "4×"},
         ],
     }
+
+
+def caption_panel(
+    timeline: Timeline, state: SceneState, *, embed: bool, stops: list[frames.Stop] | None = None
+) -> dict[str, Any]:
+    """What the learner reads under the diagram: what just happened (the current stop's steps),
+    how much simulated time passed since the previous stop, and the newest event-log lines."""
+    step = timeline.step
+    steps = timeline.steps
+    path = _path(timeline, stops)
+    stop = None
+    if path:
+        k = frames.stop_index(path, step)
+        stop = path[k] if path[k].step == step and step > timeline.first_step else None
+    if step == 0 or (stop is None and timeline.current is None):
+        title = "Before the first step: press Step to begin."
+        jump = None
+    elif stop is not None and not state.fine:
+        title, jump = stop.title, stop.time_jump
+    else:
+        title = str(timeline.current.get("text", "")) if timeline.current else ""
+        gap = int(timeline.current.get("t_ms", 0)) - (int(steps[step - 2].get("t_ms", 0)) if step > 1 else 0)
+        jump = f"{frames.format_ms(gap)} later" if gap > frames.TIME_JUMP_MS else None
+    expand_url = None
+    if stop is not None and stop.repeat and not state.fine:
+        start = (stop.repeat_first_step or stop.first_step) - 1
+        expand_url = urls.page_url(state, embed=embed, step=max(timeline.first_step, start), fine=True)
+    lines = [
+        {"i": s.get("i"), "t_ms": s.get("t_ms"), "text": s.get("text", ""), "kind": s.get("kind", "")}
+        for s in steps[max(0, step - CAPTION_LOG_LINES) : step]
+    ]
+    return {
+        "title": title,
+        "jump": jump,
+        "key_moment": stop.key_moment if stop is not None else None,
+        "repeat": bool(stop is not None and stop.repeat),
+        "folded": stop.folded_count if stop is not None else 1,
+        "expand_url": expand_url,
+        "fold_url": urls.page_url(state, embed=embed, fine=False) if state.fine else None,
+        "log": lines,
+        "t_ms": timeline.view.get("t_ms", 0),
+    }
+
+
+def key_moments_panel(
+    beat: Any, state: SceneState, timeline: Timeline, stops: list[frames.Stop] | None, *, embed: bool
+) -> list[dict[str, Any]]:
+    """The beat's key moments, each with the stop it lands on, or a note that these knobs and
+    faults make it not happen."""
+    out = []
+    for moment in frames.beat_key_moments(beat):
+        step = frames.find_key_moment(timeline.steps, moment)
+        if step is None:
+            out.append({"title": moment.title, "url": None, "step": None,
+                        "note": "does not happen with these knobs"})
+            continue
+        landing = step
+        if stops:
+            landing = stops[frames.stop_index(stops, step)].step
+        out.append({"title": moment.title, "step": landing, "note": None,
+                    "url": urls.page_url(state, embed=embed, step=landing)})
+    return out
 
 
 def _brokers_with_replicas(timeline: Timeline) -> set[int]:
@@ -739,6 +855,8 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
     `idle_brokers_note` names them once instead."""
     rows = []
     idle = _idle_brokers(timeline)
+    # at the end of the timeline a fault comes with "run until quiet" (see build_timeline)
+    then = ", then run until quiet" if timeline.step >= timeline.step_count else ""
     for key in sorted(timeline.view.get("brokers", {}), key=int):
         b = timeline.view["brokers"][key]
         bid = int(key)
@@ -765,7 +883,7 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
                         "verb": v,
                         "label": INJECT_VERBS[v],
                         "url": urls.inject_url(state, v, bid, embed=embed),
-                        "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}",
+                        "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}{then}",
                     }
                     for v in verbs
                 ],
@@ -995,7 +1113,9 @@ def headroom(state: SceneState) -> dict[str, Any] | None:
     }
 
 
-def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) -> dict[str, Any]:
+def beats_panel(
+    scene: Any, state: SceneState, timeline: Timeline, *, embed: bool, stops: list[frames.Stop] | None = None
+) -> dict[str, Any]:
     beats = list(scene.beats)
     index = next(i for i, b in enumerate(beats) if str(b.id) == state.beat)
     beat = beats[index]
@@ -1003,15 +1123,13 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
     defaults = {k.key: format_value(k.default) for k in scene.knobs}
     expected = {key: presets.get(key, defaults[key]) for key, _ in state.knobs}
     sandbox = dict(state.knobs) != expected or bool(state.actions)
-    focus = None
-    for entry in timeline.steps:
-        if entry.get("kind") in (beat.focus_step_kinds or []):
-            focus = {
-                "i": entry["i"],
-                "text": entry.get("text", ""),
-                "url": urls.page_url(state, embed=embed, step=entry["i"]),
-            }
-            break
+    moments = key_moments_panel(beat, state, timeline, stops, embed=embed)
+    reachable = [m for m in moments if m["url"]]
+    focus = (
+        {"i": reachable[0]["step"], "text": reachable[0]["title"], "url": reachable[0]["url"]}
+        if reachable
+        else None
+    )
     paragraphs = getattr(beat, "paragraphs", None) or [beat.narration]
     source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
     body = paragraphs[:-1] if source else paragraphs
@@ -1046,6 +1164,7 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         else None,
         "sandbox": sandbox,
         "focus": focus,
+        "key_moments": moments,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
         "predict": {
             "question": inline(predict.question),

@@ -17,6 +17,8 @@ Query parameters (canonical order)
 ``seed``            the engine seed (default: the scene's)
 ``a``               injected fault actions, repeatable, applied in order (see below)
 ``step``            how many engine steps have run (0 = before the first one)
+``fine``            ``fine=1``: Step and Back move one engine step instead of one stop (a stop
+                    folds steps that change nothing visible and repetitive stretches)
 ``q``               the id of the staff-engineer question that is open
 ``ask``             free text for the Q&A search
 ``lock``, ``from``, ``to``   embeds only: ``lock=beat`` hides beat and knob navigation;
@@ -61,7 +63,8 @@ INJECT_VERBS: dict[str, str] = {
     "isolate": "Isolate",
     "heal": "Heal network",
 }
-_ACTION_RE = re.compile(r"^(?P<verb>[a-z]+):(?P<broker>\d{1,3})@(?P<step>\d{1,7})$")
+_ACTION_RE = re.compile(r"^(?P<verb>[a-z]+)(?::(?P<broker>\d{1,3}))?@(?P<step>\d{1,7})$")
+QUIET = "quiet"  # the URL verb of "run until quiet", the one action without a broker
 _INJECT_RE = re.compile(r"^(?P<verb>[a-z]+):(?P<broker>\d{1,3})$")
 _UINT_RE = re.compile(r"^\d{1,10}$")
 _INT_RE = re.compile(r"^-?\d{1,9}$")
@@ -80,10 +83,12 @@ class BadStateURL(ValueError):
 @dataclass(frozen=True, slots=True)
 class InjectedAction:
     verb: str
-    broker: int
+    broker: int | None  # None for quiet
     after_step: int
 
     def encode(self) -> str:
+        if self.broker is None:
+            return f"{self.verb}@{self.after_step}"
         return f"{self.verb}:{self.broker}@{self.after_step}"
 
 
@@ -95,6 +100,7 @@ class SceneState:
     seed: int
     actions: tuple[InjectedAction, ...] = ()
     step: int = 0
+    fine: bool = False
     q: str | None = None
     ask: str | None = None
     lock: str | None = None
@@ -128,6 +134,8 @@ class SceneState:
         pairs.append(("seed", str(self.seed)))
         pairs += [("a", action.encode()) for action in self.actions]
         pairs.append(("step", str(self.step)))
+        if self.fine:
+            pairs.append(("fine", "1"))
         if self.q:
             pairs.append(("q", self.q))
         if self.ask:
@@ -254,16 +262,21 @@ def parse_state(
     actions = []
     for raw in raw_actions:
         match = _ACTION_RE.match(raw)
-        if not match or match["verb"] not in INJECT_VERBS:
+        quiet = bool(match) and match["verb"] == QUIET and match["broker"] is None
+        if not quiet and (not match or match["verb"] not in INJECT_VERBS or match["broker"] is None):
             raise BadStateURL(
                 f"The injected action a={raw[:40]!r} is not in the form VERB:BROKER@STEP "
-                f"(e.g. a=crash:2@5), with VERB one of {', '.join(INJECT_VERBS)}."
+                f"(e.g. a=crash:2@5), with VERB one of {', '.join(INJECT_VERBS)}, or quiet@STEP."
             )
         if int(match["step"]) > settings.max_step:
             raise BadStateURL(f"The injected action a={raw[:40]!r} names a step above {settings.max_step}.")
-        actions.append(InjectedAction(match["verb"], int(match["broker"]), int(match["step"])))
+        broker = None if quiet else int(match["broker"])
+        actions.append(InjectedAction(match["verb"], broker, int(match["step"])))
 
     step = _uint(params, "step", cap=settings.max_step)
+    fine_raw = _one(params, "fine")
+    if fine_raw not in (None, "", "0", "1"):
+        raise BadStateURL(f"fine must be 1 or 0, but the URL says fine={fine_raw[:40]!r}.")
 
     inject = None
     raw_inject = _one(params, "inject")
@@ -305,6 +318,7 @@ def parse_state(
         seed=seed,
         actions=tuple(actions),
         step=step if step is not None else 0,
+        fine=fine_raw == "1",
         q=q,
         ask=ask,
         lock=lock,

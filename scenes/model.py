@@ -170,6 +170,25 @@ class Compare(_Strict):
     narration: str = ""
 
 
+class KeyMoment(_Strict):
+    """A moment the beat's lesson hinges on: the `nth` engine step of `kind` in the run. Named by
+    kind, not step number, so it still resolves when the learner's knobs move it (or says it does
+    not happen)."""
+
+    title: str = Field(min_length=3, max_length=80)
+    kind: str
+    nth: int = Field(default=1, ge=1)
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, v: str) -> str:
+        from engine.steps import STEP_KINDS
+
+        if v not in STEP_KINDS:
+            raise ValueError(f"key moment kind {v!r} is not an engine step kind")
+        return v
+
+
 class Beat(_Strict):
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     title: str
@@ -181,6 +200,8 @@ class Beat(_Strict):
     compare: Compare | None = None
     # label shown over the diagram when the beat replays history or a proposal, not today's Kafka
     label: str | None = None
+    # the moments "Jump to the key moment" lists and lands on (always stops of the default path)
+    key_moments: list[KeyMoment] = Field(default_factory=list, max_length=3)
 
     @property
     def paragraphs(self) -> list[str]:
