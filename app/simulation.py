@@ -43,8 +43,8 @@ class Simulator:
 
     Scrubbing is the common request: the same scenario at another step. The first request for a
     scenario replays it once with every step's state (`all_views`, about 10 MB for a 500-step
-    timeline), so each further step is a lookup. That cache is kept small; a topic with several
-    partitions, where the engine has no all-views run, falls back to one replay per step.
+    timeline), so each further step is a lookup. That cache is kept small. With several
+    partitions each view also holds every partition's snapshot, so no step needs a replay.
     """
 
     def __init__(self, cache_entries: int, views_cache_entries: int = 24):
@@ -91,14 +91,25 @@ class Simulator:
             return views[min(at_step, len(views) - 1)]
         return self._view(key, at_step)["view"]
 
-    def view_result(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
-        """The whole `at_step` result (read-only): with several partitions it holds each one's
-        `view` under `partitions`, which the all-views cache does not."""
-        return self._view(canonical_json(scenario), at_step)
-
     def views(self, scenario: dict[str, Any]) -> list[dict[str, Any]] | None:
-        """Every step's state from the one all-views replay, or None where the engine has none."""
+        """Every step's state (`views[k]` after k steps; read-only), or None when the engine gave
+        none for this scenario. Callers that look back over the steps so far read this."""
         return self._replay(canonical_json(scenario)).get("views")
+
+    def view_result(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
+        """`view` and, with several partitions, `partitions` (each entry with its `view`) as the
+        `at_step` result has them, read from the all-views run (read-only)."""
+        key = canonical_json(scenario)
+        replay = self._replay(key)
+        views = replay.get("views")
+        if views is None:  # pragma: no cover - every replay asks for all views
+            return self._view(key, at_step)
+        view = views[min(at_step, len(views) - 1)]
+        out: dict[str, Any] = {"view": view}
+        if "partitions" in replay:
+            pairs = zip(replay["partitions"], view["partitions"], strict=True)
+            out["partitions"] = [{**p, "view": v} for p, v in pairs]
+        return out
 
     def memo(self, key: tuple[Any, ...], build: Any) -> Any:
         """A value derived from a scenario (its stops), built once per key (read-only, shared)."""
@@ -130,20 +141,7 @@ class Simulator:
 def quiet_action() -> dict[str, Any]:
     """ "Run until quiet": settle, and keep running while a dead or cut-off leader still holds the
     partition, so a late fault plays out (the leader is fenced and replaced)."""
-    action: dict[str, Any] = {"do": "settle", "through_failover": True, "max_ms": QUIET_MAX_MS}
-    if not _SETTLE_THROUGH_FAILOVER:  # an engine from before the option: plain settle
-        del action["through_failover"]
-    return action
-
-
-def _engine_settles_through_failover() -> bool:
-    from engine import scenario as contract
-
-    settle = getattr(contract, "Settle", None)
-    return settle is not None and "through_failover" in getattr(settle, "model_fields", {})
-
-
-_SETTLE_THROUGH_FAILOVER = _engine_settles_through_failover()
+    return {"do": "settle", "through_failover": True, "max_ms": QUIET_MAX_MS}
 
 
 def fault_action(verb: str, broker: int | None) -> dict[str, Any]:

@@ -19,6 +19,8 @@ Query parameters (canonical order)
 ``step``            how many engine steps have run (0 = before the first one)
 ``fine``            ``fine=1``: Step and Back move one engine step instead of one stop (a stop
                     folds steps that change nothing visible and repetitive stretches)
+``guess``           the learner's prediction for the current beat's question, a letter (A, B, ...)
+                    within its option count; a beat link leaves it out, so it resets per beat
 ``q``               the id of the staff-engineer question that is open
 ``ask``             free text for the Q&A search
 ``lock``, ``from``, ``to``   embeds only: ``lock=beat`` hides beat and knob navigation;
@@ -101,6 +103,7 @@ class SceneState:
     actions: tuple[InjectedAction, ...] = ()
     step: int = 0
     fine: bool = False
+    guess: str | None = None  # the letter of the predict option the learner chose, for this beat
     q: str | None = None
     ask: str | None = None
     lock: str | None = None
@@ -136,6 +139,8 @@ class SceneState:
         pairs.append(("step", str(self.step)))
         if self.fine:
             pairs.append(("fine", "1"))
+        if self.guess:
+            pairs.append(("guess", self.guess))
         if self.q:
             pairs.append(("q", self.q))
         if self.ask:
@@ -225,6 +230,27 @@ def beat_knob_values(beat: Any) -> dict[str, str]:
     return {key: format_value(value) for key, value in dict(presets).items()}
 
 
+def _parse_guess(beat: Any, raw: str | None, notes: list[str]) -> str | None:
+    """A predict option letter of this beat (case-insensitive), or None with a note if it is not one."""
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    predict = getattr(beat, "predict", None)
+    count = len(getattr(predict, "options", None) or [])
+    letters = [chr(ord("A") + i) for i in range(count)]
+    letter = raw.upper()
+    if letter in letters:
+        return letter
+    if not letters:
+        notes.append(f"guess={raw[:10]} is ignored: this beat has no prediction question.")
+    else:
+        notes.append(
+            f"guess={raw[:10]} is not one of this beat's options ({', '.join(letters)}); "
+            f"the guess is ignored, so pick an option again."
+        )
+    return None
+
+
 def parse_state(
     scene: Any, pairs: list[tuple[str, str]], settings: Settings, *, embed: bool = False
 ) -> tuple[SceneState, list[str]]:
@@ -293,6 +319,8 @@ def parse_state(
             )
         inject = (match["verb"], int(match["broker"]))
 
+    guess = _parse_guess(beats[beat_id], _one(params, "guess"), notes)
+
     q = _one(params, "q") or None
     if q is not None and not _ID_RE.match(q):
         raise BadStateURL(f"q={q[:40]!r} is not a question id.")
@@ -319,6 +347,7 @@ def parse_state(
         actions=tuple(actions),
         step=step if step is not None else 0,
         fine=fine_raw == "1",
+        guess=guess,
         q=q,
         ask=ask,
         lock=lock,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import scenes
-from app import frames, presenters, simulation
+from app import frames, presenters
 from app.settings import Settings
 from app.simulation import Simulator, Timeline, build_timeline
 from app.state import QUIET, InjectedAction, parse_state
@@ -139,8 +139,6 @@ def test_a_fault_at_the_end_comes_with_run_until_quiet():
     assert timeline.scenario["actions"][-1]["do"] == "settle"
 
 
-@pytest.mark.skipif(not simulation._SETTLE_THROUGH_FAILOVER,
-                    reason="the engine's settle has no through_failover yet (helper E's branch)")
 def test_a_crashed_leader_at_the_end_is_replaced_after_run_until_quiet():
     # the 04 challenge hint: crash the leader once everything has happened
     scene, state, timeline = page("04", [("beat", "followers-pull"), ("step", "999")])
