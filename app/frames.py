@@ -16,7 +16,10 @@ Stops are built in two passes over the timeline's steps:
    over how long. Key moments never fall inside a folded round: a run stops before one.
 2. Visibility. A step whose diagram looks the same as the previous stop's (same
    `visible_signature`; only the clock differs) is folded into the next stop that changes
-   something. Steps after the last visible change are folded into the last stop.
+   something. Steps after the last visible change are folded into the last stop. Steps one actor
+   takes at one simulated moment are one stop too (the leader advances its HW and completes the
+   parked request): the diagram, which draws every message in flight, would otherwise make
+   nearly every engine step a stop of its own.
 
 A final pass makes sure no two consecutive stops look the same (a repeat stop often ends where
 its first round ended); the plain stop before a repeat is then absorbed into it, otherwise the
@@ -251,10 +254,15 @@ def stops(
         return sa is not None and sa == sb
 
     def together(step: int) -> bool:
-        """Without a diagram to compare, the steps of one simulated moment are one stop."""
-        if step >= n or sig(step) is not None:
+        """Steps one actor takes at one simulated moment are one stop (the leader advances its HW
+        and completes the parked request); without a diagram to compare, so are all the steps of
+        one moment."""
+        if step >= n:
             return False
-        return steps[step - 1].get("t_ms") == steps[step].get("t_ms")
+        this, after = steps[step - 1], steps[step]
+        if this.get("t_ms") != after.get("t_ms"):
+            return False
+        return this.get("actor") == after.get("actor") or sig(step) is None
 
     key_steps = key_moment_steps(steps, key_moments)  # 1-based step -> titles
     runs = find_runs(steps, {s - 1 for s in key_steps})
@@ -277,7 +285,7 @@ def stops(
         step = index + 1
         if pending is None:
             pending = step
-        if step in key_steps or not (same(step, drafts[-1].last) or together(step)):
+        if not together(step) and (step in key_steps or not same(step, drafts[-1].last)):
             drafts.append(_Draft(pending, step, key=step in key_steps))
             pending = None
         index += 1

@@ -155,7 +155,7 @@ def test_step_and_back_walk_stops_and_fine_walks_engine_steps():
     panel = presenters.timeline_panel(timeline, state, embed=False, stops=stops)
     after = frames.next_stop(stops, 18)
     before = frames.previous_stop(stops, 18)
-    assert f"step={after.step}" in panel["forward_url"] and after.step > 19
+    assert f"step={after.step}" in panel["forward_url"]
     assert f"step={before.step}" in panel["back_url"]
     assert panel["stop"]["at_stop"] and panel["stop"]["count"] == len(stops)
     fine_state = state.replace(fine=True)

@@ -21,9 +21,11 @@ def test_step_and_back_go_to_stops(client):
     assert page.status_code == 200
     forward, back = link(page.text, "step-forward"), link(page.text, "step-back")
     assert forward and back
-    step = int(re.search(r"step=(\d+)", forward).group(1))
-    assert step > 19  # the retry loop is one stop
-    assert "step=17" in back
+    assert "step=19" in forward  # the refusal, a key moment
+    assert "step=17" in back  # the controller's fencing, one stop with its ELR update
+    after = client.get(forward)
+    step = int(re.search(r"step=(\d+)", link(after.text, "step-forward")).group(1))
+    assert step > 400  # the retry loop is one stop
     assert re.search(r"stop \d+ of \d+ · engine step 18 of 526", page.text)
 
 
@@ -34,7 +36,7 @@ def test_fine_steps_one_engine_step_and_folds_again(client):
 
 
 def test_the_caption_is_on_the_page_and_in_step_updates(client):
-    page = client.get("/scenes/04?beat=followers-pull&step=9")
+    page = client.get("/scenes/04?beat=followers-pull&step=10")
     assert 'id="caption"' in page.text and "Key moment" in page.text
     update = client.get("/scenes/04?beat=followers-pull&step=11", headers={
         **HTMX, "HX-Current-URL": "http://testserver/scenes/04?beat=followers-pull&step=9"})
