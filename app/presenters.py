@@ -804,20 +804,23 @@ def caption_panel(
 def key_moments_panel(
     beat: Any, state: SceneState, timeline: Timeline, stops: list[frames.Stop] | None, *, embed: bool
 ) -> list[dict[str, Any]]:
-    """The beat's key moments, each with the stop it lands on, or a note that these knobs and
-    faults make it not happen."""
-    out = []
+    """The beat's key moments, one link per stop they land on (moments that share a stop share its
+    link), or a note that these knobs and faults make a moment not happen."""
+    out: list[dict[str, Any]] = []
+    by_step: dict[int, dict[str, Any]] = {}
     for moment in frames.beat_key_moments(beat):
         step = frames.find_key_moment(timeline.steps, moment)
         if step is None:
             out.append({"title": moment.title, "url": None, "step": None,
                         "note": "does not happen with these knobs"})
             continue
-        landing = step
-        if stops:
-            landing = stops[frames.stop_index(stops, step)].step
-        out.append({"title": moment.title, "step": landing, "note": None,
-                    "url": urls.page_url(state, embed=embed, step=landing)})
+        landing = stops[frames.stop_index(stops, step)].step if stops else step
+        if landing in by_step:
+            by_step[landing]["title"] += " · " + moment.title
+            continue
+        by_step[landing] = {"title": moment.title, "step": landing, "note": None,
+                            "url": urls.page_url(state, embed=embed, step=landing)}
+        out.append(by_step[landing])
     return out
 
 
