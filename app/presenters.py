@@ -403,7 +403,11 @@ def _row_content(
     else:
         seen_at, text = int(seen), f"LEO {leo} · B{leader} thinks {seen}"
     span = max([leo, len(log)] + [g["offset"] + 1 for g in ghosts]) + 1
+    cache = b.get("epoch_cache") or []
+    # the leader-epoch cache once it holds more than the first epoch: "epochs e0@0 e1@1"
+    epochs = "epochs " + " ".join(f"e{e}@{o}" for e, o in cache) if len(cache) > 1 else ""
     row.update(
+        epochs=epochs,
         spare=False,
         badges=badges,
         cells_model=cells,
