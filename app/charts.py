@@ -4,7 +4,7 @@
     scale_costs(knobs) -> dict                             scene 05's "what these knobs cost at scale"
     latency_chart(knobs, axis) / loss_chart(knobs)         one chart each (dicts the template renders)
 
-Every number shown is a stored grid point (pipeline/curves.py: nearest point, never interpolated),
+Every number shown is a stored grid point (app/curves.py: nearest point, never interpolated),
 with its sample count and 95 % interval in the chart's table. The knob values the learner chose
 are snapped to the nearest simulated value on each axis, and a note says so when that moved them.
 Nothing here raises for missing or corrupt curve files: the panel then carries an "unavailable"
@@ -24,7 +24,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from pipeline import curves
+from app import curves
 
 # Tests point this at a temporary directory to check missing or corrupt files.
 CURVES_DIR: str | None = None

@@ -16,8 +16,10 @@ forbids framing.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import re
 import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -59,12 +61,12 @@ STEP_PANELS = [
     "_qa.html",
     "_share.html",
     "_state_fields.html",
+    "_check.html",  # a prediction (guess=) changes only the state, not the scenario
 ]
 SCENARIO_PANELS = STEP_PANELS + [
     "_beat.html",
     "_knobs.html",
     "_headroom.html",
-    "_check.html",
     "_charts_slot.html",
 ]
 EMBED_STEP_PANELS = [
@@ -80,8 +82,14 @@ EMBED_STEP_PANELS = [
 ]
 EMBED_SCENARIO_PANELS = EMBED_STEP_PANELS + ["_beat.html", "_knobs.html"]
 
-FRAME_DENY = {"Content-Security-Policy": "frame-ancestors 'none'", "X-Frame-Options": "DENY"}
-FRAME_ANY = {"Content-Security-Policy": "frame-ancestors *"}
+# Every page is same-origin only: no inline script or style (htmx's indicator styles and eval are
+# switched off in base.html), images from here or data: URLs (the empty favicon). Only the
+# framing rule differs between embeds and everything else.
+CSP_BASE = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'"
+)
+FRAME_DENY = {"Content-Security-Policy": f"{CSP_BASE}; frame-ancestors 'none'", "X-Frame-Options": "DENY"}
+FRAME_ANY = {"Content-Security-Policy": f"{CSP_BASE}; frame-ancestors *"}
 COMMON_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "strict-origin-when-cross-origin"}
 
 
@@ -138,6 +146,70 @@ class GZip:
         await self.gzip({**scope, "app.raw_send": send}, receive, send)
 
 
+class ForwardedFromTrustedProxy:
+    """Pure ASGI middleware: behind a configured reverse proxy, take the scheme and host the
+    client used from X-Forwarded-Proto / X-Forwarded-Host, so absolute URLs (share links, embed
+    codes) match what the visitor sees. Requests from any other address keep their own values."""
+
+    HOST_RE = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+    def __init__(self, app: Any, trusted: tuple[str, ...]):
+        self.app = app
+        self.networks = [ipaddress.ip_network(t, strict=False) for t in trusted]
+
+    def _trusted(self, client: Any) -> bool:
+        if not client:
+            return False
+        try:
+            address = ipaddress.ip_address(client[0])
+        except ValueError:
+            return False
+        return any(address in net for net in self.networks)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and self.networks and self._trusted(scope.get("client")):
+            headers = dict(scope.get("headers", []))
+            proto = headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip().lower()
+            host = headers.get(b"x-forwarded-host", b"").split(b",")[0].strip()
+            scope = dict(scope)
+            if proto in (b"http", b"https"):
+                scope["scheme"] = proto.decode()
+            if host and self.HOST_RE.match(host.decode("latin-1")):
+                scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"host"] + [(b"host", host)]
+        await self.app(scope, receive, send)
+
+
+class CatchAll:
+    """Pure ASGI middleware: an unexpected exception becomes the friendly 500 page *inside* the
+    middleware stack, so the error page gets the same security headers and compression as every
+    other response (Starlette's own catch-all sits outside every user middleware)."""
+
+    def __init__(self, app: Any, handler: Any):
+        self.app = app
+        self.handler = handler
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if started:  # too late for an error page: log it and let the connection end
+                log.exception("error after the response started on %s", scope.get("path"))
+                return
+            response = await self.handler(Request(scope), exc)
+            await response(scope, receive, send)
+
+
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
 
@@ -156,7 +228,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         home_url=urls.home_url(),
         site_name=settings.site_name,
     )
-    charts_template = (settings.templates_dir / "_charts.html").exists()
+    for required in ("_charts.html", "_charts_slot.html"):  # a partial missing from an image fails here
+        if not (settings.templates_dir / required).exists():
+            raise RuntimeError(f"template {required} is missing from {settings.templates_dir}")
     app.mount("/static", StaticFiles(directory=str(settings.static_dir)), name="static")
 
     # -- helpers --------------------------------------------------------------------------------
@@ -225,7 +299,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         current = request.headers.get("HX-Current-URL")
         if not current:
             return None
-        parts = urlsplit(current)
+        try:
+            parts = urlsplit(current)
+        except ValueError:  # e.g. "http://[::1": an unreadable header is no previous state
+            return None
         if parts.path.rstrip("/") != (urls.embed_path(scene.id) if embed else urls.scene_path(scene.id)):
             return None
         try:
@@ -302,7 +379,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "beat_label": presenters.beat_label(scene, state, timeline),
             "compare": compare,
             "state_panels": state_panels.state_panels(scene, timeline, previous_view),
-            "charts": state_panels.charts_slot(scene, state, timeline, template_exists=charts_template),
+            "charts": state_panels.charts_slot(scene, state, timeline),
             "course": presenters.course_links(scene.id, embed=embed),
             "timeline": presenters.timeline_panel(timeline, state, embed=embed),
             "faults": presenters.fault_buttons(timeline, state, embed=embed),
@@ -314,7 +391,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "headroom": presenters.headroom(state),
             "beat": beat,
             "qa": qa_panel(scene, state, timeline, embed=embed),
-            "challenge": presenters.challenge_panel(scene, timeline, sandbox=beat["sandbox"]),
+            "challenge": presenters.challenge_panel(
+                scene, timeline, sandbox=beat["sandbox"], views=sim.views(timeline.scenario)
+            ),
             "share": {
                 "url": base + canonical,
                 "path": canonical,
@@ -414,9 +493,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             body.extend(chunk)
             if len(body) > settings.max_body_bytes:
                 return JSONResponse(too_big, status_code=413)
+        content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if content_type != "application/json":
+            # A form or text/plain body is a "simple" request any web page can make a visitor's
+            # browser send; accepting only JSON keeps other sites from running simulations here.
+            return JSONResponse(
+                {
+                    "error": "unsupported_media_type",
+                    "problems": [
+                        {"path": "$", "message": "send the scenario as Content-Type: application/json"}
+                    ],
+                },
+                status_code=415,
+            )
         try:
             scenario = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except RecursionError:
+            return JSONResponse(
+                {
+                    "error": "invalid_scenario",
+                    "problems": [{"path": "$", "message": "the body nests too deeply to be a scenario"}],
+                },
+                status_code=422,
+            )
+        except ValueError as exc:  # not JSON, bad UTF-8, or an integer too long to convert
             return JSONResponse(
                 {
                     "error": "invalid_scenario",
@@ -467,7 +567,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return JSONResponse({"error": "invalid_request", "problems": problems}, status_code=422)
         return error_page(request, 400, "Bad address", "Some part of this address could not be read.")
 
-    @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception):
         log.exception("unhandled error on %s", request.url.path)
         return error_page(
@@ -478,9 +577,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "still good; please report it so we can replay it.",
         )
 
+    app.add_middleware(CatchAll, handler=unexpected)
     app.add_middleware(GZip, minimum_size=settings.gzip_min_bytes)
     app.add_middleware(FrameHeaders, extra=settings.extra_headers)
+    app.add_middleware(ForwardedFromTrustedProxy, trusted=settings.trusted_proxies)
     return app
 
 
-app = create_app()
+app = create_app(Settings.from_env())

@@ -24,19 +24,17 @@ otherwise, so this module never depends on it.
 from __future__ import annotations
 
 import functools
-import importlib
-import importlib.util
 import logging
 from typing import Any
 
-from app.presenters import acked_records_by_step, lost_in_view
+from app import charts
 from app.simulation import Timeline
+from engine import PROFILES
 
 log = logging.getLogger("app")
 
 PAGE_CACHE_MAX_CELLS = 16  # cells drawn per broker; more are counted in words
 CHART_PANELS = ("latency_chart", "loss_chart", "scale_costs")
-NO_EPOCH_VERSIONS = ("0.8", "0.10")  # leader epochs arrived in 0.11 (KIP-101)
 # BrokerRegistrationChangeRecord.fenced is a BrokerRegistrationFencingChange value
 FENCING_CHANGE_TEXT = {-1: "unfence", 0: "no change", 1: "fence"}
 RECORD_FIXED_FIELDS = ("offset", "t_ms", "type", "replayed")
@@ -199,7 +197,7 @@ def epoch_cache_panel(timeline: Timeline) -> dict[str, Any]:
         "offsets": list(range(width)),
         "diverge": diverge,
         "diverge_text": diverge_text,
-        "no_epochs": version in NO_EPOCH_VERSIONS,
+        "no_epochs": not PROFILES[version].leader_epochs if version in PROFILES else False,
         "version": version,
     }
 
@@ -209,7 +207,6 @@ def _rack_of(scenario: dict[str, Any]) -> dict[int, str | None]:
 
 
 def partitions_panel(timeline: Timeline) -> dict[str, Any]:
-    result = timeline.result
     racks = _rack_of(timeline.scenario)
     if timeline.partitions:
         entries = [
@@ -219,7 +216,6 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
     else:
         view = timeline.view
         entries = [(0, view.get("partition", {}).get("replicas") or [], view)]
-    multi = bool(timeline.partitions)
     cards = []
     writable_count = 0
     for number, replicas, view in entries:
@@ -227,7 +223,7 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
         brokers = view.get("brokers", {})
         leader = part.get("leader", -1)
         isr = sorted(int(b) for b in part.get("isr") or [])
-        effective = int(part.get("effective_min_isr") or part.get("min_insync_replicas") or 1)
+        effective = int(part["effective_min_isr"])
         groups: dict[str, list[dict[str, Any]]] = {}
         for bid in replicas:
             b = brokers.get(str(bid), {})
@@ -251,7 +247,7 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
         online = leader not in (None, -1) and part.get("online", True)
         if not online:
             writes, ok = "offline: no leader, every write waits", False
-        elif len(isr) >= effective:
+        elif not part["under_min_isr"]:
             writes, ok = f"takes acks=all writes (ISR {len(isr)} ≥ min {effective})", True
         else:
             writes, ok = (
@@ -259,10 +255,8 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
                 False,
             )
         writable_count += ok
-        acked = acked_records_by_step(result, timeline.step, number if multi else None)
-        lost = sorted(
-            lost_in_view(result, view, timeline.step, timeline.step_count, number if multi else None)
-        )
+        acked = [str(r) for r in view["ledger"]["acked"]]
+        lost = sorted(str(r) for r in view["ledger"]["lost"])
         cards.append(
             {
                 "n": number,
@@ -353,23 +347,12 @@ def page_cache_panel(timeline: Timeline) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------
 
 
-def _charts_module() -> Any | None:
-    try:
-        if importlib.util.find_spec("app.charts") is None:
-            return None
-        return importlib.import_module("app.charts")
-    except ImportError:
-        return None
+def charts_slot(scene: Any, state: Any, timeline: Timeline) -> dict[str, Any] | None:
+    """The scene's at-scale charts panel context, or None when the scene shows no charts.
 
-
-def charts_slot(
-    scene: Any, state: Any, timeline: Timeline, *, template_exists: bool
-) -> dict[str, Any] | None:
-    """The chart teammate's panel context, or None when the scene, module or template is missing."""
-    if not template_exists or not any(p in CHART_PANELS for p in scene.panels):
-        return None
-    module = _charts_module()
-    if module is None or not hasattr(module, "charts_panel"):
+    `app.charts` is imported with this module, so an image or checkout without it (or without
+    the curves reader it needs) fails at start-up instead of silently dropping the panels."""
+    if not any(p in CHART_PANELS for p in scene.panels):
         return None
     try:
         raw = getattr(state, "knobs", ()) or ()
@@ -388,12 +371,11 @@ def _charts_for(scene_id: str, knobs: tuple[tuple[str, str], ...]) -> dict[str, 
     The returned dict is shared between requests and must be treated as read-only."""
     import scenes
 
-    module = _charts_module()
     scene = scenes.load_scene(scene_id)
     state = _KnobsOnly(dict(knobs))
-    if "scale_costs" in scene.panels and hasattr(module, "scale_costs"):
-        return {"costs": module.scale_costs(state)}
-    return module.charts_panel(scene, state, None)
+    if "scale_costs" in scene.panels:
+        return {"costs": charts.scale_costs(state)}
+    return charts.charts_panel(scene, state, None)
 
 
 class _KnobsOnly:

@@ -2137,6 +2137,19 @@ class Sim:
                 return False  # the leader has not yet heard the follower's LEO, so its HW may still move
         return True
 
+    def awaiting_failover(self) -> bool:
+        """The controller still names a leader that cannot lead (crashed, stopped, or cut off
+        from the controller) and has not fenced it yet; fencing moves leadership or takes the
+        partition offline (§5), about broker.session.timeout.ms after the last heartbeat."""
+        c = self.ctl
+        if c.leader == NO_LEADER or c.reg[c.leader].fenced:
+            return False
+        L = self.brokers[c.leader]
+        return not L.alive or not self.linked(L.id, "controller")
+
+    def settled_after_failover(self) -> bool:
+        return not self.awaiting_failover() and self.settled()
+
     # ---------------------------------------------------------------------------------------
     # observation
 
@@ -2519,7 +2532,9 @@ def run(
         return _run_one(
             cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
         )
-    return _run_partitions(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+    return _run_partitions(
+        cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
+    )
 
 
 def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
@@ -2554,13 +2569,27 @@ def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
     ]
 
 
+def _merged_view(views: list[dict[str, Any]]) -> dict[str, Any]:
+    """A several-partition view: partition 0's snapshot, plus every partition's under `partitions`."""
+    return {**views[0], "partitions": views}
+
+
 def _run_partitions(
-    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+    cfg: Config,
+    limits: Limits,
+    *,
+    steps: bool,
+    at_step: int | None,
+    check_invariants: bool,
+    all_views: bool = False,
 ) -> dict[str, Any]:
     parts = _split(cfg)
     record = True  # the merged step count and order need every partition's steps, even when not returned
     results = [
-        _run_one(c, limits, steps=record, at_step=None, check_invariants=check_invariants) for c, _ in parts
+        _run_one(
+            c, limits, steps=record, at_step=None, check_invariants=check_invariants, all_views=all_views
+        )
+        for c, _ in parts
     ]
     merged: list[tuple[int, int, int, dict[str, Any]]] = []
     for p, r in enumerate(results):
@@ -2580,12 +2609,31 @@ def _run_partitions(
     for i, (_t, _p, _li, entry) in enumerate(merged, start=1):
         entry["i"] = i
         step_list.append(entry)
+    # With several partitions, the view after merged step k shows each partition after its own last
+    # step at or before step k's millisecond (t = -1 before any step), and the final states from
+    # the last step on. all_views gives every k from one run per partition; at_step replays each
+    # partition up to that count.
+    merged_views: list[dict[str, Any]] | None = None
+    if all_views:
+        counts = [0] * len(parts)
+        merged_views = []
+        for k in range(len(step_list) + 1):
+            if k >= len(step_list):
+                merged_views.append(_merged_view([r["final"] for r in results]))
+                continue
+            t_k = step_list[k - 1]["t_ms"] if k > 0 else -1
+            for p, r in enumerate(results):
+                own = r["steps"]
+                while counts[p] < len(own) and own[counts[p]]["t_ms"] <= t_k:
+                    counts[p] += 1
+            merged_views.append(_merged_view([r["views"][counts[p]] for p, r in enumerate(results)]))
     views: list[dict[str, Any] | None] = [None] * len(parts)
     if at_step is not None:
-        if at_step >= len(step_list):
+        if merged_views is not None:
+            views = list(merged_views[min(at_step, len(merged_views) - 1)]["partitions"])
+        elif at_step >= len(step_list):
             views = [r["final"] for r in results]
         else:
-            # with several partitions a view shows every partition at the end of that step's millisecond
             t_k = step_list[at_step - 1]["t_ms"] if at_step > 0 else -1
             for p, (c, _) in enumerate(parts):
                 count = sum(1 for st in results[p]["steps"] if st["t_ms"] <= t_k)
@@ -2625,9 +2673,11 @@ def _run_partitions(
     if steps:
         out["steps"] = step_list
     if at_step is not None:
-        out["view"] = views[0]
+        out["view"] = _merged_view(views)  # type: ignore[arg-type]
     if check_invariants:
         out["violations"] = [f"partition {p}: {v}" for p, r in enumerate(results) for v in r["violations"]]
+    if merged_views is not None:
+        out["views"] = merged_views
     return out
 
 
@@ -2651,8 +2701,9 @@ def _run_one(
         elif do == "advance":
             sim.run_until(sim.now + a.ms)
         elif do == "settle":
-            if not sim.settled():
-                sim.run_until(sim.now + a.max_ms, stop=sim.settled)
+            done = sim.settled_after_failover if a.through_failover else sim.settled
+            if not done():
+                sim.run_until(sim.now + a.max_ms, stop=done)
         elif do == "crash":
             sim.crash(a.broker, a.lose_unflushed, lose_disk=a.lose_disk)
         elif do == "power_loss":

@@ -7,7 +7,8 @@ from playwright.sync_api import Page
 PAGES = ["/scenes/04?beat=followers-pull&step=5", "/scenes/06?beat=fast-double-failover&step=30"]
 
 MEASURE = """() => {
-  const svg = [...document.querySelectorAll('#diagram svg.cluster')].find(s => s.getBoundingClientRect().width > 0);
+  const svg = [...document.querySelectorAll('#diagram svg.cluster')]
+    .find(s => s.getBoundingClientRect().width > 0);
   const box = svg.getBoundingClientRect();
   let smallest = 1e9;
   for (const t of svg.querySelectorAll('text')) {

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from pipeline import curves, grid, latency, loss, points
+from app import curves
+from pipeline import grid, latency, loss, points
 from pipeline.stats import clopper_pearson, weighted_quantiles
 
 

@@ -13,8 +13,7 @@ from types import SimpleNamespace
 import jinja2
 import pytest
 
-from app import charts
-from pipeline import curves
+from app import charts, curves
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 

@@ -1,6 +1,7 @@
-"""Read data/curves/ for the web app. Imports neither pyspark nor numpy.
+"""Read data/curves/ (written by the offline pipeline) for the web app. Imports neither pyspark
+nor numpy, and lives with the app so the image, which carries no pipeline/, has it.
 
-    >>> from pipeline import curves
+    >>> from app import curves
     >>> pt = curves.latency(**{"replication.factor": 3, "min.insync.replicas": 2,
     ...                        "replica.lag.time.max.ms": 30000, "straggler_q": 0.001})
     >>> pt["series"]["acks_all"]["p999"]   # [value, ci95 low, ci95 high] in ms, or None
