@@ -60,18 +60,8 @@ def ledger_at(timeline: Timeline) -> dict[str, list[str]]:
 
 
 def lost_in_snapshot(view: dict[str, Any]) -> set[str]:
-    """The engine's lost records of one partition's snapshot, for drawing.
-
-    While the partition's leader is down (crashed or shut down, not yet fenced and replaced) the
-    diagram draws nothing as lost: the dead leader's log says nothing about which copy the next
-    leader will hold. The ledger counts against the leader the controller still names, which made
-    D4's rack-aware run hatch the surviving copies on brokers 4 and 7 as lost for the seconds
-    between rack a's power cut and the controller fencing broker 1 and electing broker 4.
-    """
-    part = view.get("partition", {}) or {}
-    leader = part.get("leader", -1)
-    if leader not in (None, -1) and not view.get("brokers", {}).get(str(leader), {}).get("alive", True):
-        return set()
+    """The engine's lost records of one partition's snapshot (its ledger as of that step; the
+    engine counts nothing as lost while the leader is down and not yet replaced)."""
     return {str(r) for r in (view.get("ledger") or {}).get("lost", [])}
 
 
