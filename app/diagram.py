@@ -563,6 +563,9 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 else bottom_b
             )
             head_bottom = bottom_c
+            if r.get("epochs"):
+                row["epochs_x"], row["epochs_y"] = LABEL_X, round(head_bottom + 12, 1)
+                head_bottom += 15
             log_top = top
         row["badges"], row["conditions"] = badges, conditions
         cell_y = log_top + 14
@@ -632,6 +635,9 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         row["marker_top"] = round(cell_y - 2, 1)
         row["marker_bottom"] = round(cell_y + g.cell_h + 2, 1)
         if g.stacked:
+            if r.get("epochs"):
+                row["epochs_x"], row["epochs_y"] = LABEL_X, round(lane_bottom + 13, 1)
+                lane_bottom += 16
             bottom = _place_items(items, g.act_left, lane_bottom + 4, g) if items else lane_bottom
         else:
             bottom = max(

@@ -59,30 +59,19 @@ def ledger_at(timeline: Timeline) -> dict[str, list[str]]:
     return ledger.union(timeline_snapshots(timeline))
 
 
-def lost_in_view(
-    result: dict[str, Any], view: dict[str, Any], step: int, step_count: int, partition: int | None = None
-) -> set[str]:
-    """Acknowledged records missing from the partition's leader at this step: the engine's ledger
-    in `view` (the snapshot of that partition).
-
-    While the partition's leader is down (crashed or shut down, not yet replaced) nothing counts as
-    lost yet: its log says nothing about which copy the next leader will hold. Counting against a
-    dead leader's wiped log is what made D4's rack-aware run hatch the surviving copies on brokers
-    4 and 7 as lost, for the seconds between the power cut and the controller fencing broker 1 and
-    electing broker 4.
-    """
-    part = view.get("partition", {})
-    leader = part.get("leader", -1)
-    if leader in (None, -1) or not part.get("online", True):
-        return set()
-    if not view.get("brokers", {}).get(str(leader), {}).get("alive", True):
-        return set()
+def lost_in_snapshot(view: dict[str, Any]) -> set[str]:
+    """The engine's lost records of one partition's snapshot (its ledger as of that step; the
+    engine counts nothing as lost while the leader is down and not yet replaced)."""
     return {str(r) for r in (view.get("ledger") or {}).get("lost", [])}
 
 
 def lost_records_at(timeline: Timeline) -> set[str]:
-    """Acknowledged records missing from the leader at this step (the diagram's partition)."""
-    return lost_in_view(timeline.result, timeline.view, timeline.step, timeline.step_count)
+    """Acknowledged records missing from their partition's leader at this step, each partition
+    checked against its own leader (see `lost_in_snapshot`)."""
+    lost: set[str] = set()
+    for snap in timeline_snapshots(timeline):
+        lost |= lost_in_snapshot(snap)
+    return lost
 
 
 def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
@@ -413,7 +402,11 @@ def _row_content(
     else:
         seen_at, text = int(seen), f"LEO {leo} · B{leader} thinks {seen}"
     span = max([leo, len(log)] + [g["offset"] + 1 for g in ghosts]) + 1
+    cache = b.get("epoch_cache") or []
+    # the leader-epoch cache once it holds more than the first epoch: "epochs e0@0 e1@1"
+    epochs = "epochs " + " ".join(f"e{e}@{o}" for e, o in cache) if len(cache) > 1 else ""
     row.update(
+        epochs=epochs,
         spare=False,
         badges=badges,
         cells_model=cells,
@@ -447,7 +440,7 @@ def diagram(
         leader_hw = max((b.get("hw") or 0 for b in brokers_state.values()), default=0)
     isr, elr = set(_ids(partition.get("isr"))), set(_ids(partition.get("elr")))
     replicas = _ids(partition.get("replicas")) or [b["id"] for b in scenario.get("brokers", [])]
-    lost = lost_in_view(timeline.result, view, timeline.step, timeline.step_count, number)
+    lost = lost_in_snapshot(view)
     leader_log = {e["offset"]: e.get("record") for e in brokers_state.get(str(leader), {}).get("log", [])}
 
     broker_ids = sorted(int(b) for b in brokers_state)

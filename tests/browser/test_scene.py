@@ -118,10 +118,11 @@ def test_move_knobs_by_mouse_and_keyboard(scene: Page):
 def test_inject_a_crash_changes_the_diagram_and_the_log(scene: Page, live_server):
     scene.goto(live_server + SCENE + "?step=5")
     scene.wait_for_function("window.htmx !== undefined")
-    expect(scene.locator('#diagram g.row[data-broker="2"]')).not_to_have_class(re.compile(r"\bcrashed\b"))
+    row = scene.locator('#diagram svg.cluster:visible g.row[data-broker="2"]')
+    expect(row).not_to_have_class(re.compile(r"\bcrashed\b"))
     scene.click("#fault-crash-2")
     scene.wait_for_url(re.compile(r"a=crash:2@5"))
-    expect(scene.locator('#diagram g.row[data-broker="2"]')).to_have_class(re.compile(r"\bcrashed\b"))
+    expect(row).to_have_class(re.compile(r"\bcrashed\b"))
     expect(scene.locator("#log li.current")).to_contain_text("B2")
     expect(scene.locator("#fault-restart-2")).to_be_visible()
     expect(scene.locator("#timeline .injected")).to_contain_text("crash:2@5")

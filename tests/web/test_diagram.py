@@ -238,18 +238,6 @@ def test_a_truncated_record_is_drawn_under_its_own_offset():
         assert ghost.y > live.y + live.h
 
 
-def test_a_dead_leaders_empty_log_does_not_make_surviving_copies_lost():
-    view = engine_snapshot(leader_log=(), follower_log=("a", "b"))
-    view["brokers"]["1"].update(alive=False, status="crashed")
-    view["ledger"]["lost"] = ["a", "b"]  # the engine counts against the leader it still names
-    tl = timeline_of(view, step=4, step_count=5)
-    assert presenters.lost_records_at(tl) == set()
-    d = presenters.diagram(tl, {})
-    assert all(c.state != "lost" for c in rows_of(d)[2]["cells"])
-    view["brokers"]["1"].update(alive=True, status="running")  # a live leader without them: lost
-    assert presenters.lost_records_at(timeline_of(view, step=4, step_count=5)) == {"a", "b"}
-
-
 # ----------------------------------------------------------------------------------------------
 # real beats
 
