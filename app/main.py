@@ -16,8 +16,10 @@ forbids framing.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
+import re
 import time
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -61,12 +63,12 @@ STEP_PANELS = [
     "_qa.html",
     "_share.html",
     "_state_fields.html",
+    "_check.html",  # a prediction (guess=) changes only the state, not the scenario
 ]
 SCENARIO_PANELS = STEP_PANELS + [
     "_beat.html",
     "_knobs.html",
     "_headroom.html",
-    "_check.html",
     "_charts_slot.html",
 ]
 EMBED_STEP_PANELS = [
@@ -83,8 +85,14 @@ EMBED_STEP_PANELS = [
 ]
 EMBED_SCENARIO_PANELS = EMBED_STEP_PANELS + ["_beat.html", "_knobs.html"]
 
-FRAME_DENY = {"Content-Security-Policy": "frame-ancestors 'none'", "X-Frame-Options": "DENY"}
-FRAME_ANY = {"Content-Security-Policy": "frame-ancestors *"}
+# Every page is same-origin only: no inline script or style (htmx's indicator styles and eval are
+# switched off in base.html), images from here or data: URLs (the empty favicon). Only the
+# framing rule differs between embeds and everything else.
+CSP_BASE = (
+    "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'self'; form-action 'self'"
+)
+FRAME_DENY = {"Content-Security-Policy": f"{CSP_BASE}; frame-ancestors 'none'", "X-Frame-Options": "DENY"}
+FRAME_ANY = {"Content-Security-Policy": f"{CSP_BASE}; frame-ancestors *"}
 COMMON_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "strict-origin-when-cross-origin"}
 
 
@@ -139,6 +147,39 @@ class GZip:
             await self.app(scope, receive, send)
             return
         await self.gzip({**scope, "app.raw_send": send}, receive, send)
+
+
+class ForwardedFromTrustedProxy:
+    """Pure ASGI middleware: behind a configured reverse proxy, take the scheme and host the
+    client used from X-Forwarded-Proto / X-Forwarded-Host, so absolute URLs (share links, embed
+    codes) match what the visitor sees. Requests from any other address keep their own values."""
+
+    HOST_RE = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+    def __init__(self, app: Any, trusted: tuple[str, ...]):
+        self.app = app
+        self.networks = [ipaddress.ip_network(t, strict=False) for t in trusted]
+
+    def _trusted(self, client: Any) -> bool:
+        if not client:
+            return False
+        try:
+            address = ipaddress.ip_address(client[0])
+        except ValueError:
+            return False
+        return any(address in net for net in self.networks)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and self.networks and self._trusted(scope.get("client")):
+            headers = dict(scope.get("headers", []))
+            proto = headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip().lower()
+            host = headers.get(b"x-forwarded-host", b"").split(b",")[0].strip()
+            scope = dict(scope)
+            if proto in (b"http", b"https"):
+                scope["scheme"] = proto.decode()
+            if host and self.HOST_RE.match(host.decode("latin-1")):
+                scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"host"] + [(b"host", host)]
+        await self.app(scope, receive, send)
 
 
 class CatchAll:
@@ -353,7 +394,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "headroom": presenters.headroom(state),
             "beat": beat,
             "qa": qa_panel(scene, state, timeline, embed=embed),
-            "challenge": presenters.challenge_panel(scene, timeline, sandbox=beat["sandbox"]),
+            "challenge": presenters.challenge_panel(
+                scene, timeline, sandbox=beat["sandbox"], views=sim.views(timeline.scenario)
+            ),
             "share": {
                 "url": base + canonical,
                 "path": canonical,
@@ -540,7 +583,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(CatchAll, handler=unexpected)
     app.add_middleware(GZip, minimum_size=settings.gzip_min_bytes)
     app.add_middleware(FrameHeaders, extra=settings.extra_headers)
+    app.add_middleware(ForwardedFromTrustedProxy, trusted=settings.trusted_proxies)
     return app
 
 
-app = create_app()
+app = create_app(Settings.from_env())

@@ -28,14 +28,13 @@ import logging
 from typing import Any
 
 from app import charts
-from app.presenters import acked_records_by_step, lost_in_view
 from app.simulation import Timeline
+from engine import PROFILES
 
 log = logging.getLogger("app")
 
 PAGE_CACHE_MAX_CELLS = 16  # cells drawn per broker; more are counted in words
 CHART_PANELS = ("latency_chart", "loss_chart", "scale_costs")
-NO_EPOCH_VERSIONS = ("0.8", "0.10")  # leader epochs arrived in 0.11 (KIP-101)
 # BrokerRegistrationChangeRecord.fenced is a BrokerRegistrationFencingChange value
 FENCING_CHANGE_TEXT = {-1: "unfence", 0: "no change", 1: "fence"}
 RECORD_FIXED_FIELDS = ("offset", "t_ms", "type", "replayed")
@@ -198,7 +197,7 @@ def epoch_cache_panel(timeline: Timeline) -> dict[str, Any]:
         "offsets": list(range(width)),
         "diverge": diverge,
         "diverge_text": diverge_text,
-        "no_epochs": version in NO_EPOCH_VERSIONS,
+        "no_epochs": not PROFILES[version].leader_epochs if version in PROFILES else False,
         "version": version,
     }
 
@@ -208,7 +207,6 @@ def _rack_of(scenario: dict[str, Any]) -> dict[int, str | None]:
 
 
 def partitions_panel(timeline: Timeline) -> dict[str, Any]:
-    result = timeline.result
     racks = _rack_of(timeline.scenario)
     if timeline.partitions:
         entries = [
@@ -218,7 +216,6 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
     else:
         view = timeline.view
         entries = [(0, view.get("partition", {}).get("replicas") or [], view)]
-    multi = bool(timeline.partitions)
     cards = []
     writable_count = 0
     for number, replicas, view in entries:
@@ -226,7 +223,7 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
         brokers = view.get("brokers", {})
         leader = part.get("leader", -1)
         isr = sorted(int(b) for b in part.get("isr") or [])
-        effective = int(part.get("effective_min_isr") or part.get("min_insync_replicas") or 1)
+        effective = int(part["effective_min_isr"])
         groups: dict[str, list[dict[str, Any]]] = {}
         for bid in replicas:
             b = brokers.get(str(bid), {})
@@ -250,7 +247,7 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
         online = leader not in (None, -1) and part.get("online", True)
         if not online:
             writes, ok = "offline: no leader, every write waits", False
-        elif len(isr) >= effective:
+        elif not part["under_min_isr"]:
             writes, ok = f"takes acks=all writes (ISR {len(isr)} ≥ min {effective})", True
         else:
             writes, ok = (
@@ -258,10 +255,8 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
                 False,
             )
         writable_count += ok
-        acked = acked_records_by_step(result, timeline.step, number if multi else None)
-        lost = sorted(
-            lost_in_view(result, view, timeline.step, timeline.step_count, number if multi else None)
-        )
+        acked = [str(r) for r in view["ledger"]["acked"]]
+        lost = sorted(str(r) for r in view["ledger"]["lost"])
         cards.append(
             {
                 "n": number,

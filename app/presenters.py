@@ -16,12 +16,15 @@ border and a glyph as well as colour, so nothing depends on colour alone:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
+import engine
 import scenes
-from app import urls
+from app import ledger, urls
 from app.simulation import Timeline
+from app.sources import link_citations
 from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
 
@@ -87,113 +90,63 @@ def _join(values: list[Any], empty: str = "none") -> str:
 
 
 # ----------------------------------------------------------------------------------------------
-# acknowledged and lost records at a step
+# acknowledged and lost records at a step: read from the engine's ledger (app/ledger.py)
 
 
-def _batch_keys(result: dict[str, Any]) -> list[tuple[int, int]]:
-    """(partition, index as the steps name it) for each entry of `result["produce"]`.
-
-    With several partitions a step's `produce` counts that partition's batches only, so the
-    n-th batch of partition p is (p, n); with one partition it is (0, position in the list).
-    """
-    multi = "partitions" in result
-    counters: dict[int, int] = {}
-    keys = []
-    for batch in result.get("produce", []):
-        part = int(batch.get("partition") or 0) if multi else 0
-        keys.append((part, counters.get(part, 0)))
-        counters[part] = counters.get(part, 0) + 1
-    return keys
+def timeline_snapshots(timeline: Timeline) -> list[dict[str, Any]]:
+    """Every partition's state at the timeline's step."""
+    return ledger.snapshots(timeline.view, timeline.partitions)
 
 
-def _batch_step_span(result: dict[str, Any]) -> dict[tuple[int, int], tuple[int, int]]:
-    """(first, last) step that names each batch, keyed like `_batch_keys`."""
-    multi = "partitions" in result
-    span: dict[tuple[int, int], tuple[int, int]] = {}
-    for entry in result.get("steps", []):
-        if entry.get("produce") is None:
-            continue
-        key = (int(entry.get("partition") or 0) if multi else 0, int(entry["produce"]))
-        i = int(entry.get("i", 0))
-        first, _ = span.get(key, (i, i))
-        span[key] = (first, i)
-    return span
-
-
-def acked_records_by_step(result: dict[str, Any], step: int, partition: int | None = None) -> list[str]:
-    """Records acknowledged to the producer within the first `step` steps (of one partition).
-
-    A batch counts as acknowledged at the last `producer_receive` step that names it, provided
-    its final outcome is `acked` (an earlier receive may have been a retriable error).
-    """
-    multi = "partitions" in result
-    last_receive: dict[tuple[int, int], int] = {}
-    for entry in result.get("steps", []):
-        if entry.get("kind") == "producer_receive" and entry.get("produce") is not None:
-            key = (int(entry.get("partition") or 0) if multi else 0, int(entry["produce"]))
-            last_receive[key] = int(entry.get("i", 0))
-    records: list[str] = []
-    for key, batch in zip(_batch_keys(result), result.get("produce", []), strict=True):
-        if partition is not None and key[0] != partition:
-            continue
-        if batch.get("outcome") == "acked" and last_receive.get(key, 10**9) <= step:
-            records.extend(str(r) for r in batch.get("records", []))
-    return records
-
-
-def lost_in_view(
-    result: dict[str, Any], view: dict[str, Any], step: int, step_count: int, partition: int | None = None
-) -> set[str]:
-    """Acknowledged records missing from the leader's log at this step (the engine's ledger at the end)."""
-    if step >= step_count:
-        if partition is not None and "partitions" in result:
-            return {str(r) for r in result["partitions"][partition].get("lost_acked_records", [])}
-        return {str(r) for r in result.get("lost_acked_records", [])}
-    part = view.get("partition", {})
-    leader = part.get("leader", -1)
-    if leader in (None, -1) or not part.get("online", True):
-        return set()
-    leader_log = view["brokers"].get(str(leader), {}).get("log", [])
-    on_leader = {str(entry.get("record")) for entry in leader_log}
-    return {r for r in acked_records_by_step(result, step, partition) if r not in on_leader}
+def ledger_at(timeline: Timeline) -> dict[str, list[str]]:
+    """The engine's ledger at the timeline's step, over every partition."""
+    return ledger.union(timeline_snapshots(timeline))
 
 
 def lost_records_at(timeline: Timeline) -> set[str]:
-    partition = 0 if "partitions" in timeline.result else None
-    return lost_in_view(timeline.result, timeline.view, timeline.step, timeline.step_count, partition)
+    """Acknowledged records missing from the leader at this step (the diagram's partition)."""
+    return {str(r) for r in timeline.view["ledger"]["lost"]}
 
 
 def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
     """What the producer has heard so far at this step: acknowledged, failed, waiting, lost."""
-    result, step = timeline.result, timeline.step
-    span = _batch_step_span(result)
+    snaps = timeline_snapshots(timeline)
+    produce = timeline.result.get("produce", [])
     acked: list[str] = []
     failed: list[str] = []
     waiting: list[str] = []
-    unsent = 0
-    for key, batch in zip(_batch_keys(result), result.get("produce", []), strict=True):
+    unanswered: list[str] = []  # acks=0: sent, and no answer ever comes
+    known = ledger.batches(produce, snaps)
+    for batch in known:
         records = ", ".join(str(r) for r in batch.get("records", []))
-        first, last = span.get(key, (10**9, 10**9))
-        if step >= last and batch.get("outcome") == "acked":
+        if batch["outcome"] == "acked":
             acked.append(records)
-        elif step >= last and batch.get("outcome") == "failed":
+        elif batch["outcome"] == "failed":
             failed.append(f"{records} ({batch.get('error') or 'error'})")
-        elif step >= last and batch.get("outcome") == "sent":
-            acked.append(f"{records} (acks=0: sent, never answered)")
-        elif step >= first:
-            waiting.append(records)
+        elif batch["outcome"] == "sent":
+            unanswered.append(records)
         else:
-            unsent += 1
-    lost = sorted(lost_records_at(timeline))
+            waiting.append(records)
+    unsent = len(produce) - len(known)
+    lost = sorted(ledger.union(snaps)["lost"])
     parts = [f"Acknowledged: {_join(acked)}."]
     if failed:
         parts.append(f"Failed: {'; '.join(failed)}.")
+    if unanswered:
+        parts.append(f"Sent with acks=0, never answered: {_join(unanswered)}.")
     if waiting:
         parts.append(f"Waiting for an answer: {_join(waiting)}.")
     if unsent:
         parts.append(f"{unsent} batch{'es' if unsent != 1 else ''} not sent yet.")
-    parts.append(f"Acknowledged but lost: {_join(lost)}." if lost else "No acknowledged record lost.")
-    return {"acked": acked, "failed": failed, "waiting": waiting, "lost": lost, "text": " ".join(parts)}
+    parts.append(f"Acknowledged but lost: {_join(lost)}." if lost else "No acknowledged record lost so far.")
+    return {
+        "acked": acked,
+        "failed": failed,
+        "waiting": waiting,
+        "unanswered": unanswered,
+        "lost": lost,
+        "text": " ".join(parts),
+    }
 
 
 # ----------------------------------------------------------------------------------------------
@@ -258,17 +211,74 @@ def run_title(result: dict[str, Any]) -> str:
     return title
 
 
+# ----------------------------------------------------------------------------------------------
+# narration that follows the knobs: `{knob.key}` placeholders, and a note when the knobs differ
+
+# A placeholder names a knob: `{replica.lag.time.max.ms}`. ISR sets such as {1, 2} start with a
+# digit, so they never match.
+KNOB_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_.]*)\}")
+
+
+def knob_placeholders(text: str) -> list[str]:
+    """The knob keys a narration text names as placeholders."""
+    return KNOB_PLACEHOLDER.findall(text or "")
+
+
+def knob_text(key: str, value: str) -> str:
+    """A knob value as a sentence reads it: a time in ms as "30 s" or "300 ms", the rest as set."""
+    if key.endswith(".ms") and value.isdigit():
+        ms = int(value)
+        return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"
+    return value
+
+
+def fill_knobs(text: str, values: dict[str, str]) -> str:
+    """The text with each `{knob}` placeholder replaced by the learner's current value."""
+    return KNOB_PLACEHOLDER.sub(
+        lambda m: knob_text(m[1], values[m[1]]) if m[1] in values else m[0], text or ""
+    )
+
+
+def _knob_setting(key: str, value: str) -> str:
+    return f"Kafka {value}" if key == "kafka_version" else f"{key}={value}"
+
+
+def preset_values(scene: Any, beat: Any) -> dict[str, str]:
+    """Every knob's value as the beat presets it (its own settings over the scene's defaults)."""
+    presets = {k: format_value(v) for k, v in (beat.knobs or {}).items()}
+    return {k.key: presets.get(k.key, format_value(k.default)) for k in scene.knobs}
+
+
+def knob_note(scene: Any, beat: Any, values: dict[str, str]) -> str | None:
+    """"The narration describes the preset (…); your knobs: …" when the learner's knobs differ from
+    the beat's preset, naming only the knobs that differ; None when they match."""
+    preset = preset_values(scene, beat)
+    differ = [k for k in preset if k in values and values[k] != preset[k]]
+    if not differ:
+        return None
+    was = ", ".join(_knob_setting(k, preset[k]) for k in differ)
+    now = ", ".join(_knob_setting(k, values[k]) for k in differ)
+    return f"The narration describes the preset ({was}); your knobs: {now}."
+
+
 def compare_panel(
     scene: Any, state: SceneState, timeline: Timeline, run: Any, *, embed: bool = False
 ) -> dict[str, Any] | None:
     """The comparison column: its diagram, title, label and what its producer heard, or why not."""
     if run is None:
         return None
-    compare = scene.beat(state.beat).compare
+    beat = scene.beat(state.beat)
+    compare = beat.compare
+    values = dict(state.knobs)
+    narration = fill_knobs(compare.narration, values)
+    note = knob_note(scene, beat, values)
+    if narration and note:  # the comparison's story is written for the preset too
+        narration = note + " " + narration
     out: dict[str, Any] = {
         "title": compare.title,
         "label": run_label(compare.label),
-        "narration": inline(compare.narration) if compare.narration else None,
+        "narration": inline(narration) if narration else None,
+        "knob_note": note,
         "main_title": run_title(timeline.result),
         "main_outcomes": produce_outcomes(timeline),
         "unavailable": run.unavailable,
@@ -908,91 +918,41 @@ HEADROOM_ACKS = (
 
 
 def headroom(state: SceneState) -> dict[str, Any] | None:
-    """The durability headroom implied by the knobs (kafka-semantics.md §2.2, §10 S5).
+    """The durability headroom table for the knobs, from engine.headroom (the engine's profile
+    rules decide the effective minimum; nothing is re-derived here).
 
-    4.1 (3.7+): effective min ISR = min(M, RF); acks=all writes continue while at most
-    RF - effective_min replicas are gone. 3.6: no cap, so M > RF refuses every acks=all write.
     None for a scene without a min.insync.replicas knob, or with an acks value the table does
     not model (acks=2 of old Kafka, the KIP-926 proposal), rather than a table that misleads.
     """
     knobs = dict(state.knobs)
     if "min.insync.replicas" not in knobs or knobs.get("acks", "all") not in HEADROOM_ACKS:
         return None
-    rf = _int(knobs.get("replication.factor", "3"), 3)
+    rf = max(_int(knobs.get("replication.factor", "3"), 3), 1)
     m = _int(knobs.get("min.insync.replicas", "1"), 1)
     acks = knobs.get("acks", "all")
-    unclean = knobs.get("unclean.leader.election.enable", "false") == "true"
-    elr = _int(knobs.get("eligible.leader.replicas.version", "0"), 0) >= 1
-    version = knobs.get("kafka_version", "4.1")
-    capped = version not in ("0.8", "0.10", "3.6")
-    effective = min(m, rf) if capped else m
-    refuses_all = acks == "all" and effective > rf
-    write_headroom = max(rf - effective, 0) if not refuses_all else None
-    if capped:
-        formula = (
-            f"effective min ISR = min({m}, {rf}) = {effective}; headroom = {rf} − {effective} = "
-            f"{write_headroom}"
-        )
-    elif refuses_all:
-        formula = (
-            f"Kafka {version} has no effective-min cap: min.insync.replicas {m} > RF {rf}, so "
-            f"every acks=all write is refused with NOT_ENOUGH_REPLICAS."
-        )
-    else:
-        formula = f"min ISR {m} (no cap in {version}); headroom = {rf} − {m} = {write_headroom}"
-    rows = []
-    for down in range(0, rf + 1):
-        live = rf - down
-        if live == 0:
-            writes = "offline: no replica left to lead"
-            safety = (
-                "unclean election of the first returning replica can lose acknowledged writes"
-                if unclean
-                else "acknowledged writes wait on the dead brokers' disks: unavailable, not lost"
-            )
-            status = "offline"
-        elif acks == "all":
-            if refuses_all:
-                writes, status = "refused: NOT_ENOUGH_REPLICAS (min ISR > RF)", "refused"
-            elif live >= effective:
-                writes, status = "keeps writing", "ok"
-            else:
-                writes, status = "refused: NOT_ENOUGH_REPLICAS (ISR below min)", "refused"
-            if down == 0:
-                safety = "no loss: every acknowledged write is on every ISR member"
-            elif write_headroom is not None and down <= write_headroom and effective >= 2:
-                safety = "no acknowledged loss: each acked write was on ≥ 2 replicas of the ISR"
-            elif unclean:
-                safety = "at risk: an unclean election can pick a replica that lacks acked writes"
-            elif effective == 1:
-                safety = "at risk if the last ISR member dies: acks=all meant one copy" + (
-                    "; ELR keeps clean candidates" if elr else ""
-                )
-            else:
-                safety = "no acknowledged loss while elections stay clean" + (" (ELR helps)" if elr else "")
-        else:
-            writes, status = f"keeps writing (acks={acks} ignores min ISR)", "ok"
-            safety = (
-                "at risk: acks=0 gets no answer at all"
-                if acks == "0"
-                else "at risk: acks=1 is acknowledged before any follower has the record"
-            )
-            if down == 0:
-                safety = "no broker lost yet, but a leader crash can drop acked records"
-        rows.append({"down": down, "live": live, "writes": writes, "safety": safety, "status": status})
-    return {
-        "rf": rf,
-        "m": m,
-        "acks": acks,
-        "effective": effective,
-        "headroom": write_headroom,
-        "formula": formula,
-        "rows": rows,
-        "version": version,
-        "capped": capped,
-        "refuses_all": refuses_all,
-        "unclean": unclean,
+    topic: dict[str, Any] = {"replicas": list(range(1, rf + 1)), "min.insync.replicas": m}
+    if "unclean.leader.election.enable" in knobs:
+        topic["unclean.leader.election.enable"] = knobs["unclean.leader.election.enable"] == "true"
+    scenario: dict[str, Any] = {
+        "kafka_version": knobs.get("kafka_version", "4.1"),
+        "brokers": [{"id": b} for b in range(1, max(rf, 3) + 1)],
+        "topic": topic,
+        "producer": {"acks": acks if acks == "all" else int(acks)},
+        "actions": [],
     }
+    if "eligible.leader.replicas.version" in knobs:
+        scenario["controller"] = {
+            "eligible.leader.replicas.version": _int(knobs["eligible.leader.replicas.version"], 0)
+        }
+    try:
+        return engine.headroom(scenario)
+    except engine.ScenarioError:
+        # the scene applies its ELR knob only where the version has ELR; the engine says which
+        scenario.pop("controller", None)
+        try:
+            return engine.headroom(scenario)
+        except engine.ScenarioError:
+            return None
 
 
 def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) -> dict[str, Any]:
@@ -1012,7 +972,8 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
                 "url": urls.page_url(state, embed=embed, step=entry["i"]),
             }
             break
-    paragraphs = getattr(beat, "paragraphs", None) or [beat.narration]
+    values = dict(state.knobs)
+    paragraphs = [fill_knobs(p, values) for p in (getattr(beat, "paragraphs", None) or [beat.narration])]
     source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
     body = paragraphs[:-1] if source else paragraphs
     predict = beat.predict
@@ -1032,7 +993,7 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         "title": beat.title,
         "lead": [inline(p) for p in body[:1]],
         "more": [inline(p) for p in body[1:]],
-        "source": source,
+        "source": link_citations(source) if source else None,
         "prev_url": urls.beat_url(state.scene_id, str(beats[index - 1].id), embed=embed)
         if index > 0
         else None,
@@ -1045,54 +1006,109 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         if index + 1 == len(beats) and not embed
         else None,
         "sandbox": sandbox,
+        "knob_note": knob_note(scene, beat, values),
         "focus": focus,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
-        "predict": {
-            "question": inline(predict.question),
-            "options": [
-                {"n": chr(ord("A") + i), "text": inline(o), "answer": i == predict.answer}
-                for i, o in enumerate(predict.options)
-            ],
-            "answer": inline(f"{chr(ord('A') + predict.answer)}. {predict.options[predict.answer]}"),
-            "explanation": inline(predict.explanation),
-        }
-        if predict
-        else None,
+        "predict": predict_panel(beat, state, embed=embed) if predict else None,
     }
 
 
-def challenge_panel(scene: Any, timeline: Timeline, *, sandbox: bool = True) -> dict[str, Any] | None:
-    """The challenge's verdict. `sandbox` is False while the beat runs as written: a loss the beat
-    itself stages is then the course's demonstration, not the reader's solution, and says so."""
+def predict_panel(beat: Any, state: SceneState, *, embed: bool) -> dict[str, Any]:
+    """The beat's question with one link per option (`guess=<letter>`), and, once the URL holds a
+    guess, the verdict: which option was chosen, right or wrong, why that option is wrong, and the
+    explanation. Choosing keeps the step and every other part of the state."""
+    predict = beat.predict
+    right = chr(ord("A") + predict.answer)
+    why_not = list(getattr(predict, "why_not", None) or [])
+    options = []
+    for i, text in enumerate(predict.options):
+        letter = chr(ord("A") + i)
+        options.append(
+            {
+                "n": letter,
+                "text": inline(text),
+                "answer": i == predict.answer,
+                "chosen": letter == state.guess,
+                "url": urls.page_url(state, embed=embed, guess=letter),
+                "why_not": inline(why_not[i]) if i < len(why_not) and why_not[i] else None,
+            }
+        )
+    chosen = next((o for o in options if o["chosen"]), None)
+    return {
+        "question": inline(predict.question),
+        "options": options,
+        "right": right,
+        "answer": inline(f"{right}. {predict.options[predict.answer]}"),
+        "explanation": inline(predict.explanation),
+        "guess": state.guess if chosen else None,
+        "correct": chosen is not None and chosen["answer"],
+        "chosen": chosen,
+        "clear_url": urls.page_url(state, embed=embed, guess=None) if chosen else None,
+    }
+
+
+def first_loss(views: Any, upto: int) -> tuple[int, list[str]] | None:
+    """(step, records) of the first step at or before `upto` whose ledger lists an acknowledged
+    record as lost, from the run's per-step states (`views[k]` after k steps); None if none."""
+    for k in range(min(upto, len(views) - 1) + 1):
+        lost = ledger.union(ledger.snapshots(views[k]))["lost"]
+        if lost:
+            return k, lost
+    return None
+
+
+def _named(records: list[str]) -> str:
+    return ("record " if len(records) == 1 else "records ") + ", ".join(records)
+
+
+def challenge_panel(
+    scene: Any, timeline: Timeline, *, sandbox: bool = True, views: Any = None
+) -> dict[str, Any] | None:
+    """The challenge's verdict at the timeline's step, from the engine's ledger as of that step:
+    "not yet" until a step where an acknowledged record is lost, then which record and when.
+
+    `views`: the run's state after every step (`views[k]` after k steps), to name the step where the
+    first loss happened; without it the verdict names the current step. `sandbox` is False while
+    the beat runs as written: a loss the beat itself stages is then the course's demonstration,
+    not the reader's solution, and says so."""
     challenge = getattr(scene, "challenge", None)
     if challenge is None:
         return None
-    lost = [str(r) for r in timeline.result.get("lost_acked_records", [])]
-    acked = [str(r) for r in timeline.result.get("acked_records", [])]
-    if lost and not sandbox:
-        verdict = (
-            f"This beat, as written, loses acknowledged records {', '.join(lost)} by the end of its "
-            f"timeline (press End ▶| to see it). Your turn: change a knob or inject a fault and lose "
-            f"one yourself, or find the knob that makes this beat's faults harmless."
-        )
-    elif lost:
-        verdict = (
-            f"Done: this timeline loses acknowledged records {', '.join(lost)} "
-            f"(the engine's loss ledger, at the end of the timeline)."
-        )
+    step = timeline.step
+    now = ledger_at(timeline)
+    lost, acked = now["lost"], now["acked"]
+    first = first_loss(views, step) if views is not None else ((step, lost) if lost else None)
+    if first is not None:
+        at, records = first
+        when = f"at step {at}" if at != step else f"at this step ({step})"
+        if not sandbox:
+            verdict = (
+                f"This beat, as written, lost acknowledged {_named(records)} {when}: that is the course's "
+                f"demonstration. Your turn: change a knob or inject a fault and lose one yourself, or find "
+                f"the knob that makes this beat's faults harmless."
+            )
+        else:
+            was = "was" if len(records) == 1 else "were"
+            verdict = f"Done: acknowledged {_named(records)} {was} lost {when} (the engine's loss ledger)."
+        if at != step and set(lost) != set(records):
+            verdict += (
+                f" At step {step} the ledger lists {_named(lost)} as lost." if lost
+                else f" At step {step} the ledger lists none as lost."
+            )
     elif acked:
         verdict = (
-            f"Not yet: {len(acked)} acknowledged record(s), none lost by the end of this timeline. "
+            f"Not yet: {len(acked)} acknowledged record(s) so far, none lost up to step {step}. "
             f"Try the knobs and the fault buttons."
         )
     else:
-        verdict = "Not yet: nothing has been acknowledged in this timeline."
+        verdict = f"Not yet: nothing has been acknowledged up to step {step}."
     return {
         "title": challenge.title,
         "text": inline(challenge.text),
-        "solved": bool(lost) and sandbox,
+        "solved": first is not None and sandbox,
         "verdict": verdict,
         "lost": lost,
+        "lost_step": first[0] if first is not None else None,
     }
 
 

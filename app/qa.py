@@ -20,6 +20,8 @@ from typing import Any
 import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
+from app import ledger
+from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
 
 MAX_QUERY_CHARS = 200
@@ -186,19 +188,56 @@ def _brokers_holding(state: dict[str, Any], records: list[str]) -> list[int]:
     return out
 
 
-def _effective_min(part: dict[str, Any]) -> int:
-    eff = part.get("effective_min_isr")
-    return int(eff) if eff is not None else int(part.get("min_insync_replicas", 1))
+def _eff(part: dict[str, Any]) -> int:
+    """The engine's effective min.insync.replicas for this snapshot (the cap by version is its rule)."""
+    return int(part["effective_min_isr"])
 
 
 def _version(result: dict[str, Any]) -> str:
     prof = result.get("profile")
-    return str(prof.get("kafka_version", "4.1")) if isinstance(prof, dict) else "4.1"
+    return str(prof.get("kafka_version", DEFAULT_VERSION)) if isinstance(prof, dict) else DEFAULT_VERSION
+
+
+def _profile(result: dict[str, Any]) -> Profile:
+    """The engine's rules for the run's Kafka version: which behaviour exists is read from here."""
+    return PROFILES[_version(result)]
+
+
+def _snapshots(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every partition's state at the moment described (the step's view, else the end of the run)."""
+    if isinstance(result.get("view"), dict):
+        return ledger.snapshots(result["view"], result.get("partitions"))
+    finals = [p.get("final") for p in result.get("partitions") or []]
+    if finals and all(isinstance(f, dict) for f in finals):
+        return finals
+    return [result["final"]]
+
+
+def _ledger(result: dict[str, Any]) -> dict[str, list[str]]:
+    """The engine's ledger as of the moment described, over every partition (app/ledger.py)."""
+    return ledger.union(_snapshots(result))
+
+
+def _batches(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The batches produced by the moment described, each with its outcome then (app/ledger.py)."""
+    return ledger.batches(result.get("produce") or [], _snapshots(result))
+
+
+def _leader_log_below_hw(snap: dict[str, Any]) -> set[str] | None:
+    """Records a consumer can read in this partition snapshot (below the leader's HW), or None
+    without a leader."""
+    part = snap.get("partition") or {}
+    leader = part.get("leader", -1)
+    if leader in (None, -1):
+        return None
+    b = (snap.get("brokers") or {}).get(str(leader)) or {}
+    hw = int(part.get("hw", b.get("hw", 0)) or 0)
+    return {str(e["record"]) for e in b.get("log") or [] if int(e["offset"]) < hw}
 
 
 def live_isr_wait(result: dict[str, Any]) -> str | None:
     part = _state(result)["partition"]
-    isr, eff = list(part["isr"]), _effective_min(part)
+    isr, eff = list(part["isr"]), _eff(part)
     if part.get("leader", -1) == -1 or not part.get("online", True):
         elr = list(part.get("elr") or [])
         return (f"Right now the partition has no leader, so no write can be acknowledged at all; the ISR on "
@@ -206,7 +245,7 @@ def live_isr_wait(result: dict[str, Any]) -> str | None:
     text = (f"Right now the ISR is {_set(isr)}, so an acks=all write is acknowledged only after all "
             f"{len(isr)} of those brokers have it; min.insync.replicas only requires the ISR to have at "
             f"least {eff} {'member' if eff == 1 else 'members'} for the write to be accepted.")
-    if len(isr) < eff:
+    if part["under_min_isr"]:
         text += f" With {_members(len(isr))} it is below that, so acks=all writes are refused right now."
     elif len(isr) == 1:
         text += " With a single member, acks=all is effectively acks=1 at the moment."
@@ -214,11 +253,12 @@ def live_isr_wait(result: dict[str, Any]) -> str | None:
 
 
 def live_last_write(result: dict[str, Any]) -> str | None:
-    produces = result.get("produce") or []
+    produces = _batches(result)
     if not produces:
         return "You have not sent any write in this simulation yet."
     last = produces[-1]
-    state = _state(result)
+    snaps = _snapshots(result)
+    state = snaps[int(last.get("partition") or 0)] if len(snaps) > 1 else _state(result)
     part = state["partition"]
     recs = list(last.get("records") or [])
     what = f"Your last write ({_records(recs)})" if recs else "Your last write"
@@ -230,8 +270,8 @@ def live_last_write(result: dict[str, Any]) -> str | None:
     attempts = last.get("attempts")
     tries = f" after {attempts} attempts" if isinstance(attempts, int) and attempts > 1 else ""
     if outcome == "failed" and error == "NOT_ENOUGH_REPLICAS":
-        isr, eff = list(part["isr"]), _effective_min(part)
-        if len(isr) < eff:
+        isr, eff = list(part["isr"]), _eff(part)
+        if part["under_min_isr"]:
             why = (f"the committed ISR is {_set(isr)} ({_members(len(isr))}) and the effective "
                    f"min.insync.replicas is {eff}")
         else:
@@ -260,10 +300,13 @@ def live_last_write(result: dict[str, Any]) -> str | None:
         if acks in ("all", "-1"):
             text += ", after every ISR member of the time had it"
         text += "."
-        lost = set(result.get("lost_acked_records") or []) & set(recs)
+        lost = set(_ledger(result)["lost"]) & set(recs)
+        readable = _leader_log_below_hw(state)
         if lost:
             text += f" It has since been lost: {_records(sorted(lost))} is no longer in the leader's log."
-        elif recs and not set(recs) <= set(result.get("visible_records") or []):
+        elif readable is None:
+            text += " Consumers cannot read it right now: the partition has no leader."
+        elif recs and not set(recs) <= readable:
             text += " Consumers cannot read it yet: it is above the leader's high watermark."
         return text
     if outcome == "pending":
@@ -290,7 +333,7 @@ def live_flushed(result: dict[str, Any]) -> str | None:
 
 
 def live_lost_records(result: dict[str, Any]) -> str | None:
-    lost = list(result.get("lost_acked_records") or [])
+    lost = _ledger(result)["lost"]
     part = _state(result)["partition"]
     if lost:
         return (f"In your run {len(lost)} acknowledged record{'s were' if len(lost) != 1 else ' was'} lost "
@@ -299,21 +342,20 @@ def live_lost_records(result: dict[str, Any]) -> str | None:
     if not part.get("online", True) or part.get("leader", -1) == -1:
         return ("Nothing acknowledged is lost in your run yet, but the partition has no leader: the data is "
                 "unavailable rather than gone.")
-    return "No acknowledged record has been lost in your run."
+    return "No acknowledged record has been lost in your run so far."
 
 
 def live_elr(result: dict[str, Any]) -> str | None:
-    version = _version(result)
     part = _state(result)["partition"]
-    if version != "4.1":
-        return f"Your run uses Kafka {version}, which has no eligible leader replicas."
-    elr, isr, eff = list(part.get("elr") or []), list(part["isr"]), _effective_min(part)
+    if not _profile(result).elr_available:
+        return f"Your run uses Kafka {_version(result)}, which has no eligible leader replicas."
+    elr, isr, eff = list(part.get("elr") or []), list(part["isr"]), _eff(part)
     if elr:
         text = f"Right now the ELR is {_set(elr)} and the ISR is {_set(isr)}."
         if not isr:
             text += " If one of those ELR members is alive and unfenced, the controller can elect it cleanly."
         return text
-    if len(isr) >= eff:
+    if not part["under_min_isr"]:
         return (f"Right now the ELR is empty: the ISR {_set(isr)} meets the effective minimum of {eff}, and "
                 f"replicas only enter the ELR when they leave an ISR that is below it.")
     return (f"Right now the ELR is empty and the ISR is {_set(isr)}; either the feature is "
@@ -322,7 +364,7 @@ def live_elr(result: dict[str, Any]) -> str | None:
 
 def live_headroom(result: dict[str, Any]) -> str | None:
     part = _state(result)["partition"]
-    rf, eff, isr = len(part.get("replicas") or []), _effective_min(part), list(part["isr"])
+    rf, eff, isr = len(part.get("replicas") or []), _eff(part), list(part["isr"])
     if rf == 0:
         return None
     spare = max(rf - eff, 0)
@@ -339,7 +381,7 @@ def live_effective_min(result: dict[str, Any]) -> str | None:
     part = _state(result)["partition"]
     rf = len(part.get("replicas") or [])
     configured = part.get("min_insync_replicas")
-    eff = _effective_min(part)
+    eff = _eff(part)
     version = _version(result)
     if configured is None or rf == 0:
         return None
@@ -371,8 +413,8 @@ def live_visibility(result: dict[str, Any]) -> str | None:
     end = int(log[-1]["offset"]) + 1
     text = (f"Right now the leader's log ends at offset {end} but the high watermark is {hw}, so consumers "
             f"cannot read {_records(hidden)}.")
-    isr, eff = list(part["isr"]), _effective_min(part)
-    if part.get("under_min_isr") or len(isr) < eff:
+    isr, eff = list(part["isr"]), _eff(part)
+    if part["under_min_isr"] and _profile(result).hw_freeze_under_min_isr:
         text += (f" The high watermark is frozen because the ISR {_set(isr)} is below the effective minimum "
                  f"of {eff}.")
     return text
@@ -451,9 +493,9 @@ def live_hw_waiting_for(result: dict[str, Any]) -> str | None:
                      else f"last asked for offset {int(rep)}")
             waiting.append(f"broker {f}, which {heard}")
     text = f"Right now broker {leader}'s log ends at offset {leo} but its high watermark is {hw}"
-    if part.get("under_min_isr"):
+    if part["under_min_isr"] and _profile(result).hw_freeze_under_min_isr:
         return (text + f": the high watermark is frozen because the ISR {_set(list(part['isr']))} is below "
-                f"the effective min.insync.replicas of {_effective_min(part)}.")
+                f"the effective min.insync.replicas of {_eff(part)}.")
     if waiting:
         return text + ": it is waiting for " + " and ".join(waiting) + "."
     return text + ": it is waiting for a caught-up follower outside the ISR that is about to rejoin."
@@ -587,18 +629,21 @@ def live_current_leader(result: dict[str, Any]) -> str | None:
     isr = [int(r) for r in part.get("isr") or []]
     leader = int(part.get("leader", -1))
     if leader == -1:
-        return (f"Right now the partition has no leader: no replica in the assignment {replicas} is both in "
-                f"the ISR {_set(isr)} and available.")
-
-    def usable(r: int) -> bool:
-        b = state["brokers"].get(str(r)) or {}
-        return bool(b.get("alive", True)) and not b.get("fenced", False)
-
-    nxt = next((r for r in replicas if r != leader and r in isr and usable(r)), None)
+        elr = [int(r) for r in part.get("elr") or []]
+        return (f"Right now the partition has no leader (assignment {replicas}); the ISR on record is "
+                f"{_set(isr)}" + (f" and the ELR is {_set(elr)}." if elr else "."))
     text = f"Right now broker {leader} leads in leader epoch {part.get('leader_epoch')}; "
-    text += (f"if it were fenced, the controller would pick broker {nxt}, the next ISR member in the "
-             f"assignment {replicas}." if nxt is not None
-             else "no other ISR member could take over, so losing it would take the partition offline.")
+    others = [r for r in replicas if r != leader and r in isr]
+    if others:
+        def status(r: int) -> str:
+            b = state["brokers"].get(str(r)) or {}
+            return ("down" if not b.get("alive", True) else "fenced" if b.get("fenced", False)
+                    else "running")
+        listed = ", ".join(f"broker {r} ({status(r)})" for r in others)
+        text += (f"the other ISR members, in assignment order {replicas}, are {listed}: the candidates the "
+                 f"controller chooses from if it is fenced.")
+    else:
+        text += "no other replica is in the ISR right now."
     if replicas and leader != replicas[0]:
         text += f" Broker {replicas[0]} is the preferred leader and gets leadership back once it is in sync."
     return text
@@ -645,25 +690,33 @@ def live_epoch_caches(result: dict[str, Any]) -> str | None:
         text += f" The replicas' logs first disagree at offset {first}."
     elif logs:
         text += " Where their logs overlap, every replica holds the same records with the same epochs."
-    if _version(result) in ("0.8", "0.10"):
+    if not _profile(result).leader_epochs:
         text += f" Kafka {_version(result)} stored no epochs in the log; they are shown only for comparison."
     return text
 
 
+_TRUNCATION_TEXT = {
+    "diverging_epoch": "broker {b} deleted {r} to match the leader's epochs",
+    "high_watermark": "broker {b} deleted {r}, cutting its log back to its high watermark",
+    "power_loss": "a power cut erased {r} from broker {b}",
+    "disk_lost": "broker {b}'s destroyed disk took {r} with it",
+}
+
+
 def live_truncated(result: dict[str, Any]) -> str | None:
-    why_text = {"diverging_epoch": "to match the leader's epochs",
-                "high_watermark": "back to its high watermark", "power_loss": "in a power cut"}
-    parts = []
+    parts, gone = [], set()
     for bid, b in sorted(_state(result)["brokers"].items(), key=lambda kv: int(kv[0])):
         by_why: dict[str, list[str]] = {}
         for t in b.get("truncated") or []:
             by_why.setdefault(str(t.get("why")), []).append(str(t.get("record")))
         for why, recs in by_why.items():
-            parts.append(f"broker {bid} lost {_records(recs)} {why_text.get(why, why)}")
+            text = _TRUNCATION_TEXT.get(why, "broker {b} deleted {r} (" + why + ")")
+            parts.append(text.format(b=bid, r=_records(recs)))
+            gone.update(recs)
     if not parts:
         return "No replica has deleted or lost a record in your run so far."
     text = "In your run " + "; ".join(parts) + "."
-    lost = list(result.get("lost_acked_records") or [])
+    lost = [r for r in _ledger(result)["lost"] if r in gone]
     if lost:
         text += (f" Of those, {_records(lost)} had been acknowledged and "
                  f"{'are' if len(lost) != 1 else 'is'} gone from the leader too.")
@@ -671,13 +724,12 @@ def live_truncated(result: dict[str, Any]) -> str | None:
 
 
 def live_acked_copies(result: dict[str, Any]) -> str | None:
-    acked = list(result.get("acked_records") or [])
+    seen = _ledger(result)
+    acked = seen["acked"]
     if not acked:
         return "Nothing has been acknowledged in your run yet."
-    at_view = isinstance(result.get("view"), dict)
-    states = [_state(result)] + [(p.get("view") if at_view else None) or p.get("final") or {}
-                                 for p in result.get("partitions") or []]
-    lost = set(result.get("lost_acked_records") or [])
+    states = _snapshots(result)
+    lost = set(seen["lost"])
     parts = []
     for rec in acked[:6]:
         holders = sorted({h for st in states if st.get("brokers") for h in _brokers_holding(st, [rec])})
@@ -693,18 +745,16 @@ def live_partitions(result: dict[str, Any]) -> str | None:
     if not parts:
         return ("Your run has a single partition; set partitions above 1 to see how the placer spreads "
                 "replicas over racks.")
-    at_view = isinstance(result.get("view"), dict)
     refused, lost, rows = 0, 0, []
-    for i, p in enumerate(parts):
-        snap = (p.get("view") if at_view else None) or p.get("final") or {}
+    for i, (replicas, snap) in enumerate(_partition_rows(result)):
         part = snap.get("partition") or {}
         brokers = snap.get("brokers") or {}
-        racks = [str((brokers.get(str(r)) or {}).get("rack") or "-") for r in p.get("replicas") or []]
+        racks = [str((brokers.get(str(r)) or {}).get("rack") or "-") for r in replicas]
         isr = list(part.get("isr") or [])
-        if len(isr) < _effective_min(part) or part.get("leader", -1) == -1:
+        if part["under_min_isr"] or part.get("leader", -1) == -1:
             refused += 1
-        lost += len(p.get("lost_acked_records") or [])
-        rows.append(f"{i}: {p.get('replicas')} in racks {'/'.join(racks)}, ISR {_set(isr)}")
+        lost += len(snap["ledger"]["lost"])
+        rows.append(f"{i}: {replicas} in racks {'/'.join(racks)}, ISR {_set(isr)}")
     text = "Partitions right now: " + "; ".join(rows) + "."
     text += (f" {refused} of {len(parts)} cannot take acks=all writes"
              f" and {lost} acknowledged record{'s are' if lost != 1 else ' is'} lost.")
@@ -721,15 +771,6 @@ LIVE["live_partitions"] = live_partitions
 # live answers for deep dives d1 (the slowest follower) and d4 (the arithmetic of losing data)
 
 
-def _produce_so_far(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The produce entries, limited to those sent by the time of the `view` when there is one."""
-    produces = list(result.get("produce") or [])
-    view = result.get("view")
-    if isinstance(view, dict) and isinstance(view.get("t_ms"), int):
-        produces = [p for p in produces if int(p.get("sent_ms") or 0) <= view["t_ms"]]
-    return produces
-
-
 def live_slowest_follower(result: dict[str, Any]) -> str | None:
     state = _state(result)
     part = state["partition"]
@@ -737,10 +778,9 @@ def live_slowest_follower(result: dict[str, Any]) -> str | None:
     slow = sorted(((int(b), int(br.get("fetch_delay_ms") or 0)) for b, br in state["brokers"].items()
                    if int(br.get("fetch_delay_ms") or 0) > 0 and int(b) in (part.get("replicas") or [])),
                   key=lambda t: -t[1])
-    t_now = state.get("t_ms")
-    waited = [p for p in _produce_so_far(result)
-              if p.get("outcome") == "acked" and p.get("done_ms") is not None
-              and str(p.get("acks")) in ("all", "-1") and (t_now is None or int(p["done_ms"]) <= int(t_now))]
+    waited = [p for p in _batches(result)
+              if p["outcome"] == "acked" and p.get("done_ms") is not None and p.get("sent_ms") is not None
+              and str(p.get("acks")) in ("all", "-1")]
     parts = []
     if slow:
         b, ms = slow[0]
@@ -761,7 +801,7 @@ def live_slowest_follower(result: dict[str, Any]) -> str | None:
 
 def live_replication_rule(result: dict[str, Any]) -> str | None:
     proposals = [str(p) for p in result.get("proposals") or []]
-    lost = list(result.get("lost_acked_records") or [])
+    lost = _ledger(result)["lost"]
     if "KIP-250" in proposals:
         text = ("Your run uses the KIP-250 proposal, which is not Kafka: a quorum of replicas is enough to "
                 "acknowledge, and the controller elects the live in-sync replica with the longest log.")
@@ -775,15 +815,8 @@ def live_replication_rule(result: dict[str, Any]) -> str | None:
 
 
 def _partition_rows(result: dict[str, Any]) -> list[tuple[list[int], dict[str, Any]]]:
-    at_view = isinstance(result.get("view"), dict)
-    rows = []
-    for p in result.get("partitions") or []:
-        snap = (p.get("view") if at_view else None) or p.get("final") or {}
-        rows.append(([int(r) for r in p.get("replicas") or []], snap))
-    if not rows:
-        state = _state(result)
-        rows.append(([int(r) for r in state["partition"].get("replicas") or []], state))
-    return rows
+    """(replicas, snapshot at the moment described) for every partition."""
+    return [([int(r) for r in snap["partition"].get("replicas") or []], snap) for snap in _snapshots(result)]
 
 
 def live_copies_by_rack(result: dict[str, Any]) -> str | None:
@@ -813,8 +846,8 @@ def live_copies_by_rack(result: dict[str, Any]) -> str | None:
 def live_cap_position(result: dict[str, Any]) -> str | None:
     state = _state(result)
     part = state["partition"]
-    isr, eff = list(part.get("isr") or []), _effective_min(part)
-    lost = list(result.get("lost_acked_records") or [])
+    isr, eff = list(part.get("isr") or []), _eff(part)
+    lost = _ledger(result)["lost"]
     steps = _steps_so_far(result)
     unclean = any(s.get("kind") == "controller_elect_unclean" for s in steps)
     if unclean:
@@ -825,7 +858,7 @@ def live_cap_position(result: dict[str, Any]) -> str | None:
         return ("Right now your topic has chosen consistency: no in-sync replica is available, so the "
                 "partition is offline rather than lead with a replica that may be missing acknowledged "
                 "writes.")
-    if len(isr) < eff:
+    if part["under_min_isr"]:
         return (f"Right now your topic has chosen consistency: the ISR {_set(isr)} is below the effective "
                 f"min.insync.replicas of {eff}, so acks=all writes are refused.")
     text = (f"Right now your topic is both available and consistent: the ISR {_set(isr)} meets the effective "

@@ -12,6 +12,7 @@ from typing import Any
 from app import urls
 from app.presenters import inline
 from app.simulation import Timeline
+from app.sources import citation_url
 from app.state import SceneState
 
 SEARCH_RESULTS = 5
@@ -39,13 +40,31 @@ def _sources(item: Any) -> list[dict[str, Any]]:
     out = []
     for source in _field(item, "sources", []) or []:
         text = str(source)
-        out.append({"text": text, "url": text if text.startswith(("https://", "http://")) else None})
+        out.append({"text": text, "url": citation_url(text)})
     return out
 
 
+# The run's end-of-timeline fields: a live answer describes the current step, so it never sees them
+# (the step's view carries the engine's ledger as of that step instead).
+END_OF_RUN_KEYS = ("final", "acked_records", "lost_acked_records", "visible_records", "duplicate_records")
+
+
 def live_context(timeline: Timeline) -> dict[str, Any]:
-    """What a live answer may read: the whole result plus the state at the current step."""
-    return {**timeline.result, "view": timeline.view, "at_step": timeline.step, "scenario": timeline.scenario}
+    """What a live answer may read: the state at the current step (its `view`, with the ledger as
+    of that step), the steps so far, the batches the scenario produces (app/qa.py keeps only those
+    the ledger knows of by then), and each partition's state at this step."""
+    context = {k: v for k, v in timeline.result.items() if k not in END_OF_RUN_KEYS}
+    context.update(
+        view=timeline.view,
+        at_step=timeline.step,
+        steps=timeline.steps[: timeline.step],
+        scenario=timeline.scenario,
+    )
+    if "partitions" in context:
+        context["partitions"] = [
+            {k: v for k, v in p.items() if k not in END_OF_RUN_KEYS} for p in timeline.partitions
+        ]
+    return context
 
 
 def _live_answer(qa_module: Any, item: Any, timeline: Timeline) -> str | None:

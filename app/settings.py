@@ -7,6 +7,7 @@ cost.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,3 +31,15 @@ class Settings:
     # Shown in the page footer and in error pages.
     site_name: str = "Build Kafka"
     extra_headers: dict[str, str] = field(default_factory=dict)
+    # Addresses (or CIDR networks) of the reverse proxies whose X-Forwarded-Proto and
+    # X-Forwarded-Host are believed, so share and embed URLs say https:// behind a TLS-terminating
+    # proxy. Empty: no proxy is trusted and the headers are ignored.
+    trusted_proxies: tuple[str, ...] = ()
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
+        """Settings from the environment: BUILD_KAFKA_TRUSTED_PROXIES is a comma-separated list
+        of proxy addresses or networks (e.g. "127.0.0.1,10.0.0.0/8")."""
+        env = os.environ if environ is None else environ
+        proxies = tuple(p.strip() for p in env.get("BUILD_KAFKA_TRUSTED_PROXIES", "").split(",") if p.strip())
+        return cls(trusted_proxies=proxies)

@@ -41,8 +41,8 @@ class Simulator:
 
     Scrubbing is the common request: the same scenario at another step. The first request for a
     scenario replays it once with every step's state (`all_views`, about 10 MB for a 500-step
-    timeline), so each further step is a lookup. That cache is kept small; a topic with several
-    partitions, where the engine has no all-views run, falls back to one replay per step.
+    timeline), so each further step is a lookup. That cache is kept small. With several
+    partitions each view also holds every partition's snapshot, so no step needs a replay.
     """
 
     def __init__(self, cache_entries: int, views_cache_entries: int = 24):
@@ -87,10 +87,25 @@ class Simulator:
             return views[min(at_step, len(views) - 1)]
         return self._view(key, at_step)["view"]
 
+    def views(self, scenario: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """Every step's state (`views[k]` after k steps; read-only), or None when the engine gave
+        none for this scenario. Callers that look back over the steps so far read this."""
+        return self._replay(canonical_json(scenario)).get("views")
+
     def view_result(self, scenario: dict[str, Any], at_step: int) -> dict[str, Any]:
-        """The whole `at_step` result (read-only): with several partitions it holds each one's
-        `view` under `partitions`, which the all-views cache does not."""
-        return self._view(canonical_json(scenario), at_step)
+        """`view` and, with several partitions, `partitions` (each entry with its `view`) as the
+        `at_step` result has them, read from the all-views run (read-only)."""
+        key = canonical_json(scenario)
+        replay = self._replay(key)
+        views = replay.get("views")
+        if views is None:  # pragma: no cover - every replay asks for all views
+            return self._view(key, at_step)
+        view = views[min(at_step, len(views) - 1)]
+        out: dict[str, Any] = {"view": view}
+        if "partitions" in replay:
+            pairs = zip(replay["partitions"], view["partitions"], strict=True)
+            out["partitions"] = [{**p, "view": v} for p, v in pairs]
+        return out
 
     def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
         """(step count, final simulated time) of a scenario."""

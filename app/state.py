@@ -17,6 +17,8 @@ Query parameters (canonical order)
 ``seed``            the engine seed (default: the scene's)
 ``a``               injected fault actions, repeatable, applied in order (see below)
 ``step``            how many engine steps have run (0 = before the first one)
+``guess``           the learner's prediction for the current beat's question, a letter (A, B, ...)
+                    within its option count; a beat link leaves it out, so it resets per beat
 ``q``               the id of the staff-engineer question that is open
 ``ask``             free text for the Q&A search
 ``lock``, ``from``, ``to``   embeds only: ``lock=beat`` hides beat and knob navigation;
@@ -95,6 +97,7 @@ class SceneState:
     seed: int
     actions: tuple[InjectedAction, ...] = ()
     step: int = 0
+    guess: str | None = None  # the letter of the predict option the learner chose, for this beat
     q: str | None = None
     ask: str | None = None
     lock: str | None = None
@@ -128,6 +131,8 @@ class SceneState:
         pairs.append(("seed", str(self.seed)))
         pairs += [("a", action.encode()) for action in self.actions]
         pairs.append(("step", str(self.step)))
+        if self.guess:
+            pairs.append(("guess", self.guess))
         if self.q:
             pairs.append(("q", self.q))
         if self.ask:
@@ -217,6 +222,27 @@ def beat_knob_values(beat: Any) -> dict[str, str]:
     return {key: format_value(value) for key, value in dict(presets).items()}
 
 
+def _parse_guess(beat: Any, raw: str | None, notes: list[str]) -> str | None:
+    """A predict option letter of this beat (case-insensitive), or None with a note if it is not one."""
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    predict = getattr(beat, "predict", None)
+    count = len(getattr(predict, "options", None) or [])
+    letters = [chr(ord("A") + i) for i in range(count)]
+    letter = raw.upper()
+    if letter in letters:
+        return letter
+    if not letters:
+        notes.append(f"guess={raw[:10]} is ignored: this beat has no prediction question.")
+    else:
+        notes.append(
+            f"guess={raw[:10]} is not one of this beat's options ({', '.join(letters)}); "
+            f"the guess is ignored, so pick an option again."
+        )
+    return None
+
+
 def parse_state(
     scene: Any, pairs: list[tuple[str, str]], settings: Settings, *, embed: bool = False
 ) -> tuple[SceneState, list[str]]:
@@ -280,6 +306,8 @@ def parse_state(
             )
         inject = (match["verb"], int(match["broker"]))
 
+    guess = _parse_guess(beats[beat_id], _one(params, "guess"), notes)
+
     q = _one(params, "q") or None
     if q is not None and not _ID_RE.match(q):
         raise BadStateURL(f"q={q[:40]!r} is not a question id.")
@@ -305,6 +333,7 @@ def parse_state(
         seed=seed,
         actions=tuple(actions),
         step=step if step is not None else 0,
+        guess=guess,
         q=q,
         ask=ask,
         lock=lock,

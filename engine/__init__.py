@@ -19,12 +19,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import sim as _sim
+from .headroom import headroom
 from .profiles import PROFILES
 from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
 from .steps import STEP_KINDS
 
 __all__ = [
-    "simulate", "validate", "describe", "Scenario", "ScenarioError",
+    "simulate", "validate", "describe", "headroom", "Scenario", "ScenarioError",
     "Limits", "LIMITS", "PROFILES", "STEP_KINDS",
 ]
 
@@ -85,7 +86,8 @@ def simulate(
     steps: include every engine step. at_step: also return `view`, the state after that many
     steps (0 = the initial state; past the end = the final state). all_views: also return `views`,
     the state after every step (views[k] after k steps), so a caller that scrubs through one
-    scenario replays it once; a topic with several partitions ignores it (use at_step).
+    scenario replays it once; with several partitions views[k] equals the at_step=k `view`
+    (partition 0's snapshot plus every partition's under `partitions`).
     limits: caps for untrusted input; trusted callers such as the benchmarks may raise them.
     """
     if at_step is not None and (not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < 0):

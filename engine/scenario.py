@@ -158,6 +158,9 @@ class Advance(_Strict):
 class Settle(_Strict):
     do: Literal["settle"]
     max_ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)] = 60_000
+    # not in the contract: first wait until the controller has replaced (fenced) a leader that
+    # crashed, stopped or lost the controller, so a late fault plays out ("run until quiet")
+    through_failover: bool = False
 
 
 class Crash(_Strict):

@@ -127,7 +127,8 @@ class Broker:
         self.parked: list[
             list[Any]
         ] = []  # produce purgatory: [batch, attempt, required offset, acks, expiry]
-        self.parked_fetch: dict[int, tuple[int, int]] = {}  # follower -> (fetch gen, fetch offset)
+        # follower -> (fetch gen, fetch offset, parked at, wait ends at)
+        self.parked_fetch: dict[int, tuple[int, int, int, int]] = {}
         self.fetch_inflight = False
         self.fetch_gen = 0
         self.registered = True
@@ -272,6 +273,10 @@ class Sim:
         self.cut: set[frozenset[Any]] = set()
         self.batches: list[Batch] = []
         self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
+        # the ledger as it grows, so a snapshot can say what was sent, acknowledged or failed by then
+        self.sent_records: list[str] = []
+        self.acked_records: list[str] = []  # in the order the producer received the acknowledgements
+        self.failed_records: list[str] = []
         self.producer_leader = self.replicas[0]
         self.unsafe_history = (
             False  # an unclean election or lost page cache happened (logs may legitimately differ)
@@ -391,7 +396,7 @@ class Sim:
                 self.now + NETWORK_DELAY_MS + extra_ms,
                 self.seq,
                 self._deliver,
-                (src, dst, inc, fn, args, on_fail, on_lost),
+                (src, dst, inc, fn, args, on_fail, on_lost, self.now),
             ),
         )
 
@@ -404,6 +409,7 @@ class Sim:
         args: tuple[Any, ...],
         on_fail: tuple[Any, ...] | None,
         on_lost: tuple[Any, ...] | None,
+        sent_ms: int,  # read only by snapshot(), which lists the messages in flight
     ) -> None:
         if self.cut and frozenset((src, dst)) in self.cut:
             if on_lost is not None:
@@ -551,8 +557,25 @@ class Sim:
         b.attempts += 1
         b.attempt_id += 1
         b.state = "awaiting_response"
+        if b.attempts == 1:
+            self.sent_records.extend(b.records)
         b.target = leader
         retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
+        if b.acks == 0:
+            self.pending_batches -= 1
+            b.outcome = "sent"
+            b.done_ms = self.now
+            b.state = "sent"
+        # Throughout, a message is sent before the step that narrates it, so that step's snapshot
+        # shows it in flight (a hop is 1 ms: the next step is often its delivery). Steps schedule
+        # nothing, so this order changes no event and no trace.
+        self.send(
+            "producer",
+            leader,
+            self._leader_on_produce,
+            (leader, idx, b.attempt_id),
+            on_fail=(self._producer_error, idx, b.attempt_id, "NETWORK_EXCEPTION"),
+        )
         if self.quiet:
             self.count_step()
         else:
@@ -564,18 +587,6 @@ class Sim:
                 broker=leader,
                 records=b.records,
             )
-        if b.acks == 0:
-            self.pending_batches -= 1
-            b.outcome = "sent"
-            b.done_ms = self.now
-            b.state = "sent"
-        self.send(
-            "producer",
-            leader,
-            self._leader_on_produce,
-            (leader, idx, b.attempt_id),
-            on_fail=(self._producer_error, idx, b.attempt_id, "NETWORK_EXCEPTION"),
-        )
         if b.acks != 0:
             timeout = self.cfg.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
             self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
@@ -621,6 +632,7 @@ class Sim:
     def _producer_fail(self, b: Batch, error: str, why: str) -> None:
         self.pending_batches -= 1
         b.outcome = "failed"
+        self.failed_records.extend(b.records)
         b.error = error
         b.done_ms = self.now
         b.state = "failed"
@@ -663,6 +675,7 @@ class Sim:
             return
         self.pending_batches -= 1
         b.outcome = "acked"
+        self.acked_records.extend(b.records)
         b.error = None
         b.offsets = offsets
         b.done_ms = self.now
@@ -696,8 +709,8 @@ class Sim:
 
     def _reject_produce(self, bid: int, idx: int, attempt_id: int, kind: str, error: str, text: str) -> None:
         """A produce refused before any append: say why, answer with Kafka's error."""
-        self.step(kind, f"broker-{bid}", text, broker=bid)
         self._respond(bid, idx, attempt_id, error, None)
+        self.step(kind, f"broker-{bid}", text, broker=bid)
 
     def _leader_on_produce(self, bid: int, idx: int, attempt_id: int) -> None:
         br = self.brokers[bid]
@@ -771,13 +784,13 @@ class Sim:
         if acks == 0:
             return
         if acks == 1:
+            self._respond(bid, idx, attempt_id, None, offsets)
             self.step(
                 "leader_respond_produce",
                 f"broker-{bid}",
                 f"acks=1: {who} answers at once, before any follower has the records",
                 broker=bid,
             )
-            self._respond(bid, idx, attempt_id, None, offsets)
             return
         entry = [idx, attempt_id, last + 1, acks, offsets]
         verdict = self._purgatory_verdict(br, entry)
@@ -844,6 +857,7 @@ class Sim:
             else:
                 need = acks if acks != "min_isr" else self.eff_min()
                 text = f"{need} replicas have offset {required - 1}: success"
+            self._respond(br.id, idx, attempt_id, None, offsets)
             self.step(
                 "leader_complete_produce" if acks in (-1, "min_isr") else "leader_ack_count",
                 f"broker-{br.id}",
@@ -851,8 +865,8 @@ class Sim:
                 broker=br.id,
                 produce=idx,
             )
-            self._respond(br.id, idx, attempt_id, None, offsets)
         else:
+            self._respond(br.id, idx, attempt_id, verdict, None)
             self.step(
                 "leader_complete_produce",
                 f"broker-{br.id}",
@@ -861,7 +875,6 @@ class Sim:
                 produce=idx,
                 error=verdict,
             )
-            self._respond(br.id, idx, attempt_id, verdict, None)
 
     def _check_purgatory(self, br: Broker) -> None:
         if not br.parked:
@@ -882,6 +895,7 @@ class Sim:
         for entry in br.parked:
             if entry[0] == idx and entry[1] == attempt_id:
                 br.parked.remove(entry)
+                self._respond(bid, idx, attempt_id, "REQUEST_TIMED_OUT", None)
                 self.step(
                     "leader_expire_produce",
                     f"broker-{bid}",
@@ -890,7 +904,6 @@ class Sim:
                     broker=bid,
                     produce=idx,
                 )
-                self._respond(bid, idx, attempt_id, "REQUEST_TIMED_OUT", None)
                 return
 
     # ---------------------------------------------------------------------------------------
@@ -994,19 +1007,19 @@ class Sim:
                 # P 1517-1570: answer DivergingEpoch, no records, follower state untouched
                 if e == UNKNOWN:
                     e, end = last_epoch, 0
-                self.step(
-                    "leader_diverging_epoch",
-                    f"broker-{lid}",
-                    f"B{fid} fetches at offset {offset} with last epoch {last_epoch}; on leader B{lid} "
-                    f"epoch {e} ends at {end}: DivergingEpoch({e}, {end})",
-                    broker=lid,
-                )
                 self.send(
                     lid,
                     fid,
                     self._follower_on_response,
                     (fid, gen, lid, "diverging", e, end),
                     on_lost=(self._fetch_failed, fid, f_inc, gen),
+                )
+                self.step(
+                    "leader_diverging_epoch",
+                    f"broker-{lid}",
+                    f"B{fid} fetches at offset {offset} with last epoch {last_epoch}; on leader B{lid} "
+                    f"epoch {e} ends at {end}: DivergingEpoch({e}, {end})",
+                    broker=lid,
                 )
                 return
         elif not self.prof.leader_epochs and offset > L.leo:
@@ -1039,6 +1052,19 @@ class Sim:
         st = L.fstate[fid]
         old_leo = st.leo
         self._update_follower_state(L, st, offset)
+        if offset < len(L.log):
+            entries = L.log[offset:]
+            self.send(
+                lid,
+                fid,
+                self._follower_on_response,
+                (fid, gen, lid, "records", entries, initial_hw),
+                on_lost=(self._fetch_failed, fid, f_inc, gen),
+            )
+        else:
+            until = self.now + self.cfg.fetch_wait_ms
+            L.parked_fetch[fid] = (gen, offset, self.now, until)
+            self.at(until, self._fetch_expire, lid, L.inc, fid, gen)
         if st.leo != old_leo and (old_leo != UNKNOWN or offset > 0):
             if self.quiet:
                 self.count_step()
@@ -1050,18 +1076,6 @@ class Sim:
                     broker=lid,
                     follower=fid,
                 )
-        if offset < len(L.log):
-            entries = L.log[offset:]
-            self.send(
-                lid,
-                fid,
-                self._follower_on_response,
-                (fid, gen, lid, "records", entries, initial_hw),
-                on_lost=(self._fetch_failed, fid, f_inc, gen),
-            )
-        else:
-            L.parked_fetch[fid] = (gen, offset)
-            self.at(self.now + self.cfg.fetch_wait_ms, self._fetch_expire, lid, L.inc, fid, gen)
         if st.leo != old_leo:
             self._maybe_expand_isr(L, fid)
             self._maybe_increment_hw(L)
@@ -1106,7 +1120,7 @@ class Sim:
             return
         parked = L.parked_fetch
         L.parked_fetch = {}
-        for fid, (gen, offset) in parked.items():
+        for fid, (gen, offset, _at, _until) in parked.items():
             entries = L.log[offset:]
             self.send(
                 L.id,
@@ -1119,7 +1133,7 @@ class Sim:
     def _fail_parked_fetches(self, L: Broker) -> None:
         parked = L.parked_fetch
         L.parked_fetch = {}
-        for fid, (gen, _offset) in parked.items():
+        for fid, (gen, _offset, _at, _until) in parked.items():
             self.send(L.id, fid, self._follower_on_response, (fid, gen, L.id, "not_leader", None, None))
 
     def _follower_on_response(self, fid: int, gen: int, lid: int, kind: str, a: Any, b: Any) -> None:
@@ -1132,10 +1146,13 @@ class Sim:
             return
         if kind == "records":
             entries: list[tuple[int, str, int]] = a
+            first = f.leo
+            cache_len = len(f.cache)
             if entries:
-                first = f.leo
-                cache_len = len(f.cache)
                 self._append(f, entries)
+            # the next fetch (from the new LEO; it carries no HW) leaves now, so the steps below show it
+            self._follower_fetch(fid)
+            if entries:
                 if self.quiet:
                     self.count_step()
                 else:
@@ -1169,7 +1186,6 @@ class Sim:
                         f"B{fid} learns the leader's HW: {old} -> {new_hw}",
                         broker=fid,
                     )
-            self._follower_fetch(fid)
         elif kind == "diverging":
             self._truncate_on_divergence(f, a, b)
             self._follower_fetch(fid)
@@ -1324,13 +1340,13 @@ class Sim:
             L.maximal = (
                 sorted(set(L.isr) | set(new), key=self._order) if direction == "expand" else list(L.isr)
             )
-            self.step(kind, f"broker-{L.id}", text, broker=L.id)
             self.send(
                 L.id,
                 "controller",
                 self._ctl_alter_partition,
                 (L.id, L.leader_epoch, L.partition_epoch, list(new)),
             )
+            self.step(kind, f"broker-{L.id}", text, broker=L.id)
         else:
             # before AlterPartition (KIP-497) the leader wrote the ISR itself and used it at once
             L.isr = list(new)
@@ -1381,12 +1397,12 @@ class Sim:
                     if r not in c.isr and not self._ctl_acceptable(r, set()):
                         reason = "INELIGIBLE_REPLICA"
             if reason is not None:
+                self.send("controller", lid, self._leader_alter_rejected, (lid, reason, partition_epoch))
                 self.step(
                     "controller_reject_alter_partition",
                     "controller",
                     f"The controller rejects B{lid}'s ISR change to {_fmt_set(new_isr)}: {reason}",
                 )
-                self.send("controller", lid, self._leader_alter_rejected, (lid, reason, partition_epoch))
                 return
         recovered = c.recovery == "RECOVERING"
         if recovered:
@@ -1537,6 +1553,7 @@ class Sim:
         self.mrec("PartitionChangeRecord", **rec)
         self._mlog_leader_epoch = c.leader_epoch
         c.leader, c.isr, c.elr, c.lke, c.recovery = leader, new_isr, new_elr, new_lke, new_recovery
+        self._publish()
         if new_elr != old_elr:
             self.step(
                 "controller_update_elr",
@@ -1582,7 +1599,6 @@ class Sim:
                     f"The controller elects B{leader} leader at epoch {c.leader_epoch}: {detail}; "
                     f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else ""),
                 )
-        self._publish()
 
     def _broker_heartbeat(self, bid: int, inc: int) -> None:
         br = self.brokers[bid]
@@ -1658,6 +1674,7 @@ class Sim:
         r.hb_count += 1
         self.at(self.now + self.cfg.session_timeout_ms + 1, self._ctl_session_check, bid, r.hb_count)
         unclean_restart = self.cfg.elr and not clean
+        self.send("controller", bid, self._broker_registered, (bid, inc))
         self.step(
             "controller_register_broker",
             "controller",
@@ -1667,7 +1684,6 @@ class Sim:
             ),
             broker=bid,
         )
-        self.send("controller", bid, self._broker_registered, (bid, inc))
         if bid in self.replicas:
             if unclean_restart and (bid in c.isr or bid in c.elr):
                 self._ctl_change(
@@ -1744,7 +1760,8 @@ class Sim:
             br.fetch_inflight = False
             return
         br.role = "follower"
-        if leader != old_leader or was_leader:
+        become = leader != old_leader or was_leader
+        if become:
             if not self.prof.leader_epochs:
                 if br.hw < br.leo:
                     self._truncate(
@@ -1755,16 +1772,16 @@ class Sim:
                         text=f"Historic rule (before KIP-101): B{bid} cuts its log back to its own "
                         f"HW {br.hw}, deleting {_fmt_records([x[1] for x in br.log[br.hw :]])}",
                     )
-            if not quiet:
-                self.step(
-                    "follower_become",
-                    f"broker-{bid}",
-                    f"B{bid} now follows B{leader} (leader epoch {br.leader_epoch})",
-                    broker=bid,
-                )
             br.fetch_gen += 1
             br.fetch_inflight = False
-        self._follower_fetch(bid)
+        self._follower_fetch(bid)  # before the step, so its snapshot shows the first fetch in flight
+        if become and not quiet:
+            self.step(
+                "follower_become",
+                f"broker-{bid}",
+                f"B{bid} now follows B{leader} (leader epoch {br.leader_epoch})",
+                broker=bid,
+            )
 
     def _become_leader(self, br: Broker, meta: dict[str, Any], was_leader: bool, quiet: bool) -> None:
         """Partition.makeLeader (P 733-822)."""
@@ -1841,7 +1858,7 @@ class Sim:
                     self.now + NETWORK_DELAY_MS, self._producer_error, entry[0], entry[1], "NETWORK_EXCEPTION"
                 )
         br.parked = []
-        for fid, (gen, _o) in br.parked_fetch.items():
+        for fid, (gen, _o, _at, _until) in br.parked_fetch.items():
             if self.linked(bid, fid):
                 self.at(self.now + NETWORK_DELAY_MS, self._fetch_failed, fid, self.brokers[fid].inc, gen)
         br.parked_fetch = {}
@@ -1892,7 +1909,6 @@ class Sim:
         if not br.alive:
             self._ignored(bid, f"B{bid} is not running, so it cannot shut down")
             return
-        self.step("broker_shutdown", "operator", f"B{bid} begins a controlled shutdown", broker=bid)
         self.send(
             bid,
             "controller",
@@ -1900,6 +1916,7 @@ class Sim:
             (bid,),
             on_lost=(self._finish_shutdown, bid, br.inc),
         )
+        self.step("broker_shutdown", "operator", f"B{bid} begins a controlled shutdown", broker=bid)
         # if the controller cannot be reached, the broker gives up waiting and stops anyway
         self.at(self.now + self.cfg.session_timeout_ms, self._finish_shutdown, bid, br.inc)
 
@@ -2120,25 +2137,142 @@ class Sim:
                 return False  # the leader has not yet heard the follower's LEO, so its HW may still move
         return True
 
+    def awaiting_failover(self) -> bool:
+        """The controller still names a leader that cannot lead (crashed, stopped, or cut off
+        from the controller) and has not fenced it yet; fencing moves leadership or takes the
+        partition offline (§5), about broker.session.timeout.ms after the last heartbeat."""
+        c = self.ctl
+        if c.leader == NO_LEADER or c.reg[c.leader].fenced:
+            return False
+        L = self.brokers[c.leader]
+        return not L.alive or not self.linked(L.id, "controller")
+
+    def settled_after_failover(self) -> bool:
+        return not self.awaiting_failover() and self.settled()
+
     # ---------------------------------------------------------------------------------------
     # observation
+
+    def _message(self, t: int, d: tuple[Any, ...]) -> dict[str, Any] | None:
+        """One queued delivery as the request or response it stands for (None: not a message kind)."""
+        src, dst, _inc, fn, args, _on_fail, _on_lost, sent = d
+        kind = _MESSAGE_KINDS.get(fn.__func__)
+        if kind is None:  # pragma: no cover - every send target is listed in _MESSAGE_KINDS
+            return None
+        m: dict[str, Any] = {"kind": kind, "src": src, "dst": dst, "sent_ms": sent, "arrive_ms": t}
+        if kind == "fetch":
+            _lid, _fid, offset, last_epoch, _gen = args
+            m["offset"] = offset
+            m["epoch"] = last_epoch
+            m["label"] = f"Fetch offset {offset}" + ("" if last_epoch is None else f", epoch {last_epoch}")
+        elif kind == "fetch_response":
+            _fid, _gen, _lid, what, a, b = args
+            m["diverging"] = what == "diverging"
+            if what == "records":
+                m["records"] = len(a)
+                m["hw"] = b
+                m["error"] = None
+                n = len(a)
+                m["label"] = (f"{n} record{'s' if n != 1 else ''}" if n else "No records") + f", HW {b}"
+            else:
+                m["records"] = 0
+                m["hw"] = None
+                if what == "diverging":
+                    m["error"] = None
+                    m["diverging_epoch"] = a
+                    m["diverging_end_offset"] = b
+                    m["label"] = f"Diverging: epoch {a} ends at {b}"
+                elif what == "out_of_range":
+                    m["error"] = "OFFSET_OUT_OF_RANGE"
+                    m["leader_leo"] = a
+                    m["label"] = f"Out of range: leader LEO {a}"
+                else:
+                    m["error"] = "NOT_LEADER_OR_FOLLOWER"
+                    m["label"] = "NOT_LEADER_OR_FOLLOWER"
+        elif kind == "produce":
+            _bid, idx, attempt_id = args
+            batch = self.batches[idx]
+            m["records"] = list(batch.records)
+            m["index"] = idx
+            m["acks"] = batch.acks_shown
+            m["label"] = f"Produce {_fmt_records(batch.records, 3)} acks={batch.acks_shown}"
+        elif kind == "produce_response":
+            idx, _attempt, error, offsets = args
+            m["index"] = idx
+            m["error"] = error
+            m["offsets"] = offsets
+            m["label"] = error if error is not None else (
+                f"Ack {_fmt_offsets(offsets[0], offsets[-1])}" if offsets else "Ack"
+            )
+        elif kind == "alter_partition":
+            new_isr = list(args[3])
+            m["isr"] = new_isr
+            m["label"] = f"AlterPartition ISR {_fmt_set(new_isr)}"
+        elif kind == "alter_partition_response":
+            m["error"] = args[1]
+            m["label"] = f"AlterPartition: {args[1]}"
+        elif kind == "metadata":
+            meta = args[1]
+            m["leader"] = meta["leader"]
+            m["leader_epoch"] = meta["leader_epoch"]
+            m["isr"] = list(meta["isr"])
+            lead = f"B{meta['leader']}" if meta["leader"] != NO_LEADER else "none"
+            m["label"] = f"Leader {lead}, epoch {meta['leader_epoch']}, ISR {_fmt_set(meta['isr'])}"
+        else:  # the broker lifecycle: heartbeat, registration, controlled shutdown
+            api = _LIFECYCLE_API[fn.__func__]
+            m["api"] = api if self.kraft else "ZooKeeper session"
+            m["label"] = m["api"] if self.kraft else "ZooKeeper session (simplified)"
+        return m
+
+    def messages(self) -> list[dict[str, Any]]:
+        """Requests and responses in flight (queued deliveries) and fetches parked at a leader,
+        oldest first. Cheap enough for a snapshot per step: the queue holds a few dozen events."""
+        deliver = Sim._deliver
+        out: list[tuple[int, int, dict[str, Any]]] = []
+        for t, seq, fn, d in self.q:  # every queued fn is a bound method of this Sim
+            if fn.__func__ is deliver:
+                m = self._message(t, d)
+                if m is not None:
+                    out.append((d[7], seq, m))
+        for L in self.brokers.values():
+            if not L.parked_fetch:
+                continue
+            for fid, (_gen, offset, at, until) in L.parked_fetch.items():
+                out.append(
+                    (
+                        at,
+                        -1,  # parked before anything queued at the same millisecond was sent
+                        {
+                            "kind": "fetch_held",
+                            "src": fid,
+                            "dst": L.id,
+                            "sent_ms": at,
+                            "arrive_ms": at,
+                            "offset": offset,
+                            "until_ms": until,
+                            "label": f"Fetch offset {offset} waits for data until {until} ms",
+                        },
+                    )
+                )
+        out.sort(key=lambda x: (x[0], x[1]))
+        return [m for _s, _q, m in out]
 
     def snapshot(self) -> dict[str, Any]:
         c = self.ctl
         leader_b = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        leading = leader_b is not None and leader_b.role == "leader"
+        by_time = self.prof.isr_by_caught_up_time
         brokers: dict[str, Any] = {}
         for bid in sorted(self.brokers):
             b = self.brokers[bid]
             r = c.reg[bid]
-            if (
-                leader_b is not None
-                and bid != c.leader
-                and bid in leader_b.fstate
-                and leader_b.role == "leader"
-            ):
-                reported = leader_b.fstate[bid].leo
+            st = leader_b.fstate.get(bid) if leading and bid != c.leader else None  # type: ignore[union-attr]
+            if st is not None:
+                reported = st.leo
+                caught_up = st.last_caught_up if by_time and st.last_caught_up != NEVER else None
+                last_fetch = st.last_fetch_time
             else:
-                reported = None
+                reported = caught_up = last_fetch = None
             brokers[str(bid)] = {
                 "alive": b.alive,
                 "fenced": r.fenced,
@@ -2156,6 +2290,9 @@ class Sim:
                 "truncated": list(b.truncated),
                 "replica": bid in self.replicas,
                 "fetch_delay_ms": b.fetch_delay_ms,
+                "caught_up_ms": caught_up,
+                "last_fetch_ms": last_fetch,
+                "last_heartbeat_ms": r.last_hb,
             }
         leader_hw = leader_b.hw if leader_b is not None else None
         part = {
@@ -2177,6 +2314,8 @@ class Sim:
             "min_insync_replicas": c.min_isr,
             "under_min_isr": len(c.isr) < self.eff_min(),
             "unclean_leader_election_enable": c.unclean,
+            "replica_lag_time_max_ms": self.cfg.lag_time_ms,
+            "replica_fetch_wait_max_ms": self.cfg.fetch_wait_ms,
         }
         in_flight = [
             {
@@ -2198,13 +2337,28 @@ class Sim:
                 str(bid): {"fenced": r.fenced, "in_controlled_shutdown": r.shutting, "broker_epoch": r.epoch}
                 for bid, r in sorted(c.reg.items())
             },
+            "broker_session_timeout_ms": self.cfg.session_timeout_ms,
+            "broker_heartbeat_interval_ms": self.cfg.heartbeat_ms,
         }
+        acked = list(self.acked_records)
+        lost: list[str] = []
+        if acked and leader_b is not None:
+            # the result's lost_acked_records rule, as of now: acked but not in the leader's log
+            present = {rec for (_e, rec, _b) in leader_b.log}
+            lost = [rec for rec in acked if rec not in present]
         return {
             "t_ms": self.now,
             "partition": part,
             "brokers": brokers,
             "producer": {"in_flight": in_flight},
             "controller": controller,
+            "messages": self.messages(),
+            "ledger": {
+                "acked": acked,
+                "failed": list(self.failed_records),
+                "sent": list(self.sent_records),
+                "lost": lost,
+            },
         }
 
     # ---------------------------------------------------------------------------------------
@@ -2316,6 +2470,32 @@ class Sim:
         return out
 
 
+# The request or response each queued delivery stands for (snapshot()["messages"])
+_MESSAGE_KINDS: dict[Any, str] = {
+    Sim._leader_on_fetch: "fetch",
+    Sim._follower_on_response: "fetch_response",
+    Sim._leader_on_produce: "produce",
+    Sim._producer_response: "produce_response",
+    Sim._ctl_alter_partition: "alter_partition",
+    Sim._leader_alter_rejected: "alter_partition_response",
+    Sim._apply_metadata: "metadata",
+    # KRaft's broker lifecycle RPCs: registration, heartbeats, and the controlled shutdown, which
+    # a broker asks for in its heartbeat (wantShutDown) and is granted in the answer (shouldShutDown)
+    Sim._ctl_heartbeat: "heartbeat",
+    Sim._ctl_register: "heartbeat",
+    Sim._ctl_controlled_shutdown: "heartbeat",
+    Sim._broker_registered: "heartbeat_response",
+    Sim._finish_shutdown: "heartbeat_response",
+}
+_LIFECYCLE_API: dict[Any, str] = {
+    Sim._ctl_heartbeat: "BrokerHeartbeat",
+    Sim._ctl_register: "BrokerRegistration",
+    Sim._ctl_controlled_shutdown: "BrokerHeartbeat (wantShutDown)",
+    Sim._broker_registered: "BrokerRegistration response",
+    Sim._finish_shutdown: "BrokerHeartbeat response (shouldShutDown)",
+}
+
+
 # Steps about a broker or the operator, which every partition's simulation emits identically; with
 # several partitions they are kept once (from partition 0). Steps that carry records are per partition.
 BROKER_LEVEL_KINDS = frozenset(
@@ -2352,7 +2532,9 @@ def run(
         return _run_one(
             cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
         )
-    return _run_partitions(cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants)
+    return _run_partitions(
+        cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
+    )
 
 
 def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
@@ -2387,13 +2569,27 @@ def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
     ]
 
 
+def _merged_view(views: list[dict[str, Any]]) -> dict[str, Any]:
+    """A several-partition view: partition 0's snapshot, plus every partition's under `partitions`."""
+    return {**views[0], "partitions": views}
+
+
 def _run_partitions(
-    cfg: Config, limits: Limits, *, steps: bool, at_step: int | None, check_invariants: bool
+    cfg: Config,
+    limits: Limits,
+    *,
+    steps: bool,
+    at_step: int | None,
+    check_invariants: bool,
+    all_views: bool = False,
 ) -> dict[str, Any]:
     parts = _split(cfg)
     record = True  # the merged step count and order need every partition's steps, even when not returned
     results = [
-        _run_one(c, limits, steps=record, at_step=None, check_invariants=check_invariants) for c, _ in parts
+        _run_one(
+            c, limits, steps=record, at_step=None, check_invariants=check_invariants, all_views=all_views
+        )
+        for c, _ in parts
     ]
     merged: list[tuple[int, int, int, dict[str, Any]]] = []
     for p, r in enumerate(results):
@@ -2413,12 +2609,31 @@ def _run_partitions(
     for i, (_t, _p, _li, entry) in enumerate(merged, start=1):
         entry["i"] = i
         step_list.append(entry)
+    # With several partitions, the view after merged step k shows each partition after its own last
+    # step at or before step k's millisecond (t = -1 before any step), and the final states from
+    # the last step on. all_views gives every k from one run per partition; at_step replays each
+    # partition up to that count.
+    merged_views: list[dict[str, Any]] | None = None
+    if all_views:
+        counts = [0] * len(parts)
+        merged_views = []
+        for k in range(len(step_list) + 1):
+            if k >= len(step_list):
+                merged_views.append(_merged_view([r["final"] for r in results]))
+                continue
+            t_k = step_list[k - 1]["t_ms"] if k > 0 else -1
+            for p, r in enumerate(results):
+                own = r["steps"]
+                while counts[p] < len(own) and own[counts[p]]["t_ms"] <= t_k:
+                    counts[p] += 1
+            merged_views.append(_merged_view([r["views"][counts[p]] for p, r in enumerate(results)]))
     views: list[dict[str, Any] | None] = [None] * len(parts)
     if at_step is not None:
-        if at_step >= len(step_list):
+        if merged_views is not None:
+            views = list(merged_views[min(at_step, len(merged_views) - 1)]["partitions"])
+        elif at_step >= len(step_list):
             views = [r["final"] for r in results]
         else:
-            # with several partitions a view shows every partition at the end of that step's millisecond
             t_k = step_list[at_step - 1]["t_ms"] if at_step > 0 else -1
             for p, (c, _) in enumerate(parts):
                 count = sum(1 for st in results[p]["steps"] if st["t_ms"] <= t_k)
@@ -2458,9 +2673,11 @@ def _run_partitions(
     if steps:
         out["steps"] = step_list
     if at_step is not None:
-        out["view"] = views[0]
+        out["view"] = _merged_view(views)  # type: ignore[arg-type]
     if check_invariants:
         out["violations"] = [f"partition {p}: {v}" for p, r in enumerate(results) for v in r["violations"]]
+    if merged_views is not None:
+        out["views"] = merged_views
     return out
 
 
@@ -2484,8 +2701,9 @@ def _run_one(
         elif do == "advance":
             sim.run_until(sim.now + a.ms)
         elif do == "settle":
-            if not sim.settled():
-                sim.run_until(sim.now + a.max_ms, stop=sim.settled)
+            done = sim.settled_after_failover if a.through_failover else sim.settled
+            if not done():
+                sim.run_until(sim.now + a.max_ms, stop=done)
         elif do == "crash":
             sim.crash(a.broker, a.lose_unflushed, lose_disk=a.lose_disk)
         elif do == "power_loss":

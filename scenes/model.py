@@ -137,15 +137,31 @@ class Knob(_Strict):
 
 
 class Predict(_Strict):
+    """A beat's "predict, then reveal" question.
+
+    `why_not` has one entry per option, in option order: for each wrong option, why a learner who
+    chose it is mistaken (shown after that guess); the right answer's entry is "".
+    """
+
     question: str
-    options: list[str] = Field(min_length=2)
+    options: list[str] = Field(min_length=2, max_length=26)  # lettered A-Z in the URL (guess=)
     answer: int
     explanation: str
+    why_not: list[str]
 
     @model_validator(mode="after")
     def _answer_in_range(self) -> Predict:
         if not 0 <= self.answer < len(self.options):
             raise ValueError(f"predict answer {self.answer} is not an index into {len(self.options)} options")
+        if len(self.why_not) != len(self.options):
+            raise ValueError(
+                f"predict why_not has {len(self.why_not)} entries for {len(self.options)} options"
+            )
+        for i, text in enumerate(self.why_not):
+            if i == self.answer and text.strip():
+                raise ValueError(f"predict why_not[{i}] belongs to the right answer and must be empty")
+            if i != self.answer and not text.strip():
+                raise ValueError(f"predict why_not[{i}] must say why option {chr(ord('A') + i)} is wrong")
         return self
 
 

@@ -57,3 +57,42 @@ def test_a_rack_power_loss_costs_no_partition_an_acknowledged_record():
     assert r["lost_acked_records"] == [] and r["violations"] == []
     assert sorted(r["acked_records"]) == sorted([f"x{p}" for p in range(6)] + [f"y{p}" for p in range(6)])
     assert len(r["partitions"]) == 6 and all(p["final"]["partition"]["online"] for p in r["partitions"])
+
+
+def _three_partitions() -> dict:
+    actions = [{"do": "produce", "records": [f"x{p}"], "partition": p} for p in range(3)]
+    actions += [{"do": "settle"}, {"do": "crash", "broker": 1}, {"do": "advance", "ms": 10_000}]
+    actions += [{"do": "produce", "records": [f"y{p}"], "partition": p} for p in range(3)]
+    actions += [{"do": "settle"}]
+    return {
+        "brokers": RACKED,
+        "topic": {"replication.factor": 3, "partitions": 3, "min.insync.replicas": 2},
+        "actions": actions,
+    }
+
+
+def test_all_views_with_several_partitions_equal_the_at_step_view_at_every_step():
+    sc = _three_partitions()
+    r = simulate(sc, steps=True, all_views=True)
+    views = r["views"]
+    assert len(views) == r["step_count"] + 1
+    assert [p["final"] for p in r["partitions"]] == views[-1]["partitions"]
+    for k in range(r["step_count"] + 1):
+        one = simulate(sc, at_step=k)
+        assert views[k] == one["view"], f"step {k}"
+        assert views[k]["partitions"] == [p["view"] for p in one["partitions"]], f"step {k}"
+        assert {key: v for key, v in views[k].items() if key != "partitions"} == views[k]["partitions"][0]
+
+
+def test_several_partitions_views_follow_the_merged_steps_in_time():
+    r = simulate(_three_partitions(), steps=True, all_views=True)
+    for k, st in enumerate(r["steps"], start=1):
+        for p, view in enumerate(r["views"][k]["partitions"]):
+            assert view["t_ms"] <= st["t_ms"] or k == r["step_count"], (k, p)
+        if st["kind"] == "producer_receive" and st["partition"] is not None:
+            # the acknowledgement is in that partition's ledger from this step's millisecond on
+            # (a view shows each partition at the end of its step's millisecond), never before
+            rec = st["text"].split(": ", 2)[-1].split(" ")[0]
+            assert rec in r["views"][k]["partitions"][st["partition"]]["ledger"]["acked"]
+            before = max(i for i in range(k) if i == 0 or r["steps"][i - 1]["t_ms"] < st["t_ms"])
+            assert rec not in r["views"][before]["partitions"][st["partition"]]["ledger"]["acked"]

@@ -27,7 +27,7 @@ BEATS = [(scene_id, beat.id) for scene_id in BUILT for beat in load_scene(scene_
 KNOBS = [(scene_id, knob.key) for scene_id in BUILT for knob in load_scene(scene_id).knobs]
 
 SOURCE_RE = re.compile(r"^[a-z][\w/.-]+\.(scala|java)(#L\d+(-L\d+)?)?$")
-SOURCES_LINE_RE = re.compile(r"(\.scala|\.java|KIP-|§)")
+SOURCES_LINE_RE = re.compile(r"(\.scala|\.java|KIP-|KAFKA-|Kafka documentation|FAST 20)")
 SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s+")
 # (fewest, most) Q&As and the fewest live ones; scene 05, the core scene, carries more
 QA_COUNT = {"05": (10, None)}

@@ -139,5 +139,5 @@ def test_live_answers_read_the_simulation(scene):
     text = live_answer(by_id["uneven-racks"], run(scene, "unbalanced-racks"))
     assert "2 of 6 cannot take acks=all writes" in text and "racks a/b/c" in text
     gone = live_answer(by_id["crash-vs-power-loss"], run(scene, "correlated-power-loss"))
-    assert "in a power cut" in gone and "are gone" in gone
+    assert "a power cut erased" in gone and "are gone" in gone
     assert "with 0 on disk" in live_answer(by_id["acked-means-on-disk"], run(scene, "crash-keeps-page-cache"))

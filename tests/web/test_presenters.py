@@ -41,7 +41,7 @@ SAMPLE_RESULT = {
 }
 
 
-def snapshot(leader=1, leader_log=("a", "b"), follower_log=("a", "b"), hw=2, isr=(1, 2, 3)):
+def snapshot(leader=1, leader_log=("a", "b"), follower_log=("a", "b"), hw=2, isr=(1, 2, 3), ledger=None):
     def log(records, epoch=0):
         return [{"offset": i, "epoch": epoch, "record": r} for i, r in enumerate(records)]
 
@@ -96,6 +96,8 @@ def snapshot(leader=1, leader_log=("a", "b"), follower_log=("a", "b"), hw=2, isr
                 }
             ]
         },
+        # the engine's ledger as of this snapshot (docs/engine-api.md)
+        "ledger": ledger or {"acked": [], "failed": [], "sent": ["a", "b"], "lost": []},
     }
 
 
@@ -120,18 +122,25 @@ STATE = SceneState(
 )
 
 
-def test_records_count_as_acked_only_after_the_producer_hears_back():
-    assert presenters.acked_records_by_step(SAMPLE_RESULT, 3) == []
-    assert presenters.acked_records_by_step(SAMPLE_RESULT, 4) == ["a", "b"]
+def test_outcomes_follow_the_ledger_of_the_step_not_the_end_of_the_run():
+    # SAMPLE_RESULT's batch ends acknowledged; at step 3 the ledger has only sent it
+    before = presenters.produce_outcomes(timeline(3, snapshot()))
+    assert before["acked"] == [] and before["waiting"] == ["a, b"] and before["lost"] == []
+    acked = {"acked": ["a", "b"], "failed": [], "sent": ["a", "b"], "lost": []}
+    after = presenters.produce_outcomes(timeline(4, snapshot(ledger=acked)))
+    assert after["acked"] == ["a, b"] and after["waiting"] == []
+    unsent = {"acked": [], "failed": [], "sent": [], "lost": []}
+    at_zero = presenters.produce_outcomes(timeline(0, snapshot(ledger=unsent)))
+    assert "1 batch not sent yet" in at_zero["text"] and "a, b" not in at_zero["text"]
 
 
 def test_an_acked_record_missing_from_the_leader_is_drawn_as_lost():
     view = snapshot(leader=2, leader_log=("a", "b"), follower_log=("a",), hw=1)
     view["brokers"]["2"]["log"] = [{"offset": 0, "epoch": 0, "record": "a"}]
-    tl = timeline(3, view)
-    tl.step = 3  # before the ack: nothing is lost yet
+    tl = timeline(3, view)  # the engine's ledger: nothing lost yet
     assert presenters.lost_records_at(tl) == set()
-    tl = Timeline(**{**tl.__dict__, "step": 4, "step_count": 5})
+    lost = {"acked": ["a", "b"], "failed": [], "sent": ["a", "b"], "lost": ["b"]}
+    tl = Timeline(**{**tl.__dict__, "view": {**view, "ledger": lost}, "step": 4, "step_count": 5})
     assert presenters.lost_records_at(tl) == {"b"}
     cells = {
         c.record: c
@@ -174,6 +183,19 @@ def test_headroom_caps_min_isr_at_rf_in_41_and_refuses_in_36():
     assert h["effective"] == 1 and h["headroom"] == 0 and h["rows"][0]["status"] == "ok"
     h = presenters.headroom(knobs(3, 1, "3.6"))
     assert h["refuses_all"] and h["rows"][0]["status"] == "refused"
+
+
+def test_headroom_has_no_effective_min_cap_before_3_7():
+    # issue 8: the table said a 1.1 cluster with RF 2 and min.insync.replicas 3 keeps writing,
+    # while the engine refuses every acks=all write; the rule now comes from the engine's profile
+    for version in ("0.8", "0.10", "1.1", "3.6"):
+        h = presenters.headroom(
+            STATE.replace(knobs=(("acks", "all"), ("min.insync.replicas", "3"), ("replication.factor", "2"),
+                                 ("kafka_version", version)))
+        )
+        assert h["refuses_all"] and not h["capped"] and h["headroom"] is None, version
+        assert [r["status"] for r in h["rows"]] == ["refused", "refused", "offline"], version
+        assert "no effective-min cap" in h["formula"]
 
 
 def test_fault_buttons_offer_restart_only_for_a_stopped_broker():

@@ -111,6 +111,12 @@ def test_history_restore_gets_the_full_page(client):
     assert r.template.name == "scene.html"
 
 
+def test_every_response_has_a_strict_content_security_policy(client):
+    for url in ("/", SCENE, "/embed/05", "/static/app.css", "/nope", "/scenes/05?step=zz"):
+        policy = client.get(url).headers["content-security-policy"]
+        assert policy.startswith("default-src 'self';") and "unsafe-inline" not in policy, url
+
+
 def test_frame_headers_forbid_framing_except_for_embeds(client):
     for url in ("/", SCENE, "/static/app.css", "/nope"):
         r = client.get(url)
@@ -118,7 +124,7 @@ def test_frame_headers_forbid_framing_except_for_embeds(client):
         assert "frame-ancestors 'none'" in r.headers["content-security-policy"], url
     r = client.get("/embed/05")
     assert r.status_code == 200 and r.template.name == "embed.html"
-    assert r.headers["content-security-policy"] == "frame-ancestors *"
+    assert r.headers["content-security-policy"].endswith("; frame-ancestors *")
     assert "x-frame-options" not in r.headers
     assert "site-header" not in r.text  # no site chrome
     assert r.context["share"]["full_url"].endswith(
@@ -279,7 +285,8 @@ def test_the_challenge_is_judged_by_the_loss_ledger(client):
     lossy = None
     for beat in [b["id"] for b in plain.context["beat"]["items"]]:
         for extra in ("", "&unclean.leader.election.enable=true"):
-            r = client.get(f"{SCENE}?beat={beat}{extra}")
+            url = f"{SCENE}?beat={beat}{extra}"
+            r = client.get(url + "&step=100000")  # the verdict follows the step: look at the end
             if r.context["challenge"]["solved"]:
                 lossy = r
                 break
@@ -287,10 +294,18 @@ def test_the_challenge_is_judged_by_the_loss_ledger(client):
             break
     assert lossy is not None, "some beat with unclean election on should lose an acked write"
     assert lossy.context["challenge"]["lost"]
+    step = lossy.context["challenge"]["lost_step"]
+    assert step is not None and f"at step {step}" in lossy.context["challenge"]["verdict"]
+    # one step before the loss, the same run has not lost anything yet
+    before = client.get(url + f"&step={step - 1}")
+    assert before.context["challenge"]["solved"] is False
+    assert before.context["challenge"]["verdict"].startswith("Not yet")
 
 
 def test_a_loss_the_beat_stages_itself_is_not_the_readers_solution(client):
     r = client.get(f"{SCENE}?beat=unclean-election")
+    assert r.context["challenge"]["verdict"].startswith("Not yet")  # step 0: nothing is lost yet
+    r = client.get(f"{SCENE}?beat=unclean-election&step=100000")
     challenge = r.context["challenge"]
     assert challenge["lost"] and challenge["solved"] is False
     assert "as written" in challenge["verdict"]
@@ -401,3 +416,30 @@ def test_an_unexpected_error_is_a_friendly_500_with_the_security_headers(client,
     assert "Something broke" in r.text and "Traceback" not in r.text and "zzq-internal-detail" not in r.text
     for header in ("content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"):
         assert header in r.headers, header
+
+
+def test_share_urls_follow_a_trusted_proxys_forwarded_scheme_and_host():
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "kafka.example.org"}
+    # with no trusted proxy the headers are ignored; from a trusted address they are believed
+    untrusted = TestClient(create_app(Settings()))
+    share = untrusted.get("/scenes/05", headers=forwarded).context["share"]
+    assert share["url"].startswith("http://testserver/")
+    trusted = TestClient(create_app(Settings(trusted_proxies=("127.0.0.0/8",))), client=("127.0.0.1", 5555))
+    share = trusted.get("/scenes/05", headers=forwarded).context["share"]
+    assert share["url"].startswith("https://kafka.example.org/scenes/05?")
+    assert 'src="https://kafka.example.org/embed/05?' in share["embed_code"]
+    bad_host = trusted.get("/scenes/05", headers={"X-Forwarded-Host": "evil.example/<x>"}).context["share"]
+    assert bad_host["url"].startswith("http://testserver/")
+
+
+def test_settings_read_trusted_proxies_from_the_environment():
+    from app.settings import Settings
+
+    env = {"BUILD_KAFKA_TRUSTED_PROXIES": " 127.0.0.1, 10.0.0.0/8 ,"}
+    assert Settings.from_env(env).trusted_proxies == ("127.0.0.1", "10.0.0.0/8")
+    assert Settings.from_env({}).trusted_proxies == ()

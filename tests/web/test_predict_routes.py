@@ -1,0 +1,109 @@
+"""Predictions in the URL: `guess=<letter>` records the learner's choice for the current beat.
+
+A guess is part of the state (shareable, survives reload), validated against the beat's options,
+dropped when the beat changes, and it does not change the scenario, so htmx gets a step-panel
+swap that includes the check panel.
+"""
+
+import re
+
+import scenes
+from tests.web.conftest import HTMX
+
+SCENE = "/scenes/05"
+BEAT = scenes.load_scene("05").beats[0]
+RIGHT = chr(ord("A") + BEAT.predict.answer)
+WRONG = next(chr(ord("A") + i) for i in range(len(BEAT.predict.options)) if i != BEAT.predict.answer)
+
+
+def check_panel(html: str) -> str:
+    match = re.search(r'<section id="check".*?</section>', html, re.S)
+    assert match, "no check panel"
+    return match.group(0)
+
+
+def notes(html: str) -> str:
+    match = re.search(r'<div id="notes".*?</div>', html, re.S)
+    return match.group(0) if match else ""
+
+
+def test_each_option_is_a_link_that_keeps_the_state_and_sets_the_guess(client):
+    page = client.get(f"{SCENE}?beat={BEAT.id}&step=3")
+    panel = check_panel(page.text)
+    links = re.findall(r'<a id="guess-([A-Z])" href="([^"]+)"', panel)
+    assert [letter for letter, _ in links] == [chr(ord("A") + i) for i in range(len(BEAT.predict.options))]
+    for letter, url in links:
+        assert f"guess={letter}" in url and "step=3" in url and f"beat={BEAT.id}" in url
+    assert "Just show me the answer" in panel  # the reveal path without guessing
+    assert "Not quite" not in panel and "Right:" not in panel
+
+
+def test_a_wrong_guess_is_marked_and_explained(client):
+    page = client.get(f"{SCENE}?beat={BEAT.id}&step=3&guess={WRONG}")
+    assert page.status_code == 200
+    assert page.context["state"].guess == WRONG
+    panel = check_panel(page.text)
+    assert f"you chose {WRONG}, the answer is {RIGHT}" in panel
+    why = BEAT.predict.why_not[ord(WRONG) - ord("A")]
+    assert why.split(".")[0].replace("'", "&#39;") in panel
+    assert re.search(rf'id="guess-{WRONG}"[^>]*aria-current="true"', panel)
+    assert "Just show me the answer" not in panel
+    assert "guess=" not in re.search(r'href="([^"]+)">Clear my answer', panel).group(1)
+
+
+def test_a_right_guess_says_so_and_shows_the_explanation(client):
+    page = client.get(f"{SCENE}?beat={BEAT.id}&guess={RIGHT.lower()}")
+    panel = check_panel(page.text)
+    assert page.context["state"].guess == RIGHT  # the letter is read case-insensitively
+    assert f"Right: {RIGHT}." in panel and "Not quite" not in panel
+    assert BEAT.predict.explanation.split(".")[0].replace("'", "&#39;") in panel
+
+
+def test_the_guess_survives_a_reload_and_is_in_the_share_link(client):
+    first = client.get(f"{SCENE}?beat={BEAT.id}&step=2&guess={WRONG}")
+    share = first.context["share"]["path"]
+    assert f"guess={WRONG}" in share
+    again = client.get(share)
+    assert again.context["state"].guess == WRONG
+    assert check_panel(again.text) == check_panel(first.text)
+    # stepping keeps it
+    forward = first.context["timeline"]["forward_url"]
+    assert f"guess={WRONG}" in forward
+
+
+def test_an_invalid_guess_is_ignored_with_a_clear_note(client):
+    for raw in ("Z", "AB", "1", "é"):
+        page = client.get(f"{SCENE}?beat={BEAT.id}&guess={raw}")
+        assert page.status_code == 200, raw
+        assert page.context["state"].guess is None
+        assert "is not one of this beat&#39;s options" in notes(page.text), raw
+        assert "guess=" not in page.context["share"]["path"]
+
+
+def test_the_guess_resets_when_the_beat_changes(client):
+    page = client.get(f"{SCENE}?beat={BEAT.id}&guess={WRONG}")
+    other = page.context["beat"]["next_url"]
+    assert "guess=" not in other
+    assert all("guess=" not in item["url"] for item in page.context["beat"]["items"])
+    assert client.get(other).context["state"].guess is None
+
+
+def test_a_guess_for_another_beat_is_checked_against_this_beats_options(client):
+    scene = scenes.load_scene("05")
+    beat = scene.beats[1]
+    count = len(beat.predict.options)
+    beyond = chr(ord("A") + count)
+    page = client.get(f"{SCENE}?beat={beat.id}&guess={beyond}")
+    assert page.context["state"].guess is None and "is not one of this beat" in notes(page.text)
+
+
+def test_guessing_with_htmx_is_a_step_swap_that_resends_the_check_panel(client):
+    current = client.get(f"{SCENE}?beat={BEAT.id}&step=3")
+    url = next(o["url"] for o in current.context["beat"]["predict"]["options"] if o["n"] == WRONG)
+    here = "http://testserver" + current.context["share"]["path"]
+    r = client.get(url, headers={**HTMX, "HX-Current-URL": here})
+    ids = re.findall(r'id="([a-z-]+)"[^>]*hx-swap-oob', r.text)
+    assert "check" in ids
+    assert "knobs" not in ids and "headroom" not in ids  # the scenario did not change
+    assert f"guess={WRONG}" in r.headers["HX-Push-Url"]
+    assert "Not quite" in r.text
