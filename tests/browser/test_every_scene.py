@@ -31,7 +31,7 @@ def test_walk_every_beat(page: Page, live_server, screenshot_dir, width, console
         ready(page)
         focus = page.locator("#beat .focus a")
         if focus.count():
-            focus.click()
+            focus.first.click()
             page.wait_for_url(re.compile(r"[?&]step=[1-9]"), timeout=TIMEOUT_MS)
         page.screenshot(path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}.png"))
         page.locator("#diagram").screenshot(
@@ -104,7 +104,7 @@ def test_state_panels_follow_the_scrubber(page: Page, live_server, console_error
     log = page.locator("#state-panels .metadata-log")
     expect(log).to_contain_text("PartitionRecord")
     expect(log).not_to_contain_text("PartitionChangeRecord")
-    page.click("#beat .focus a")
+    page.locator("#beat .focus a").first.click()
     page.wait_for_url(re.compile(r"[?&]step=[1-9]"))
     page.click("#to-end")
     expect(log).to_contain_text("PartitionChangeRecord")

@@ -42,7 +42,15 @@ def scene(page: Page, live_server, console_errors):
     assert console_errors == []
 
 
+def one_engine_step_at_a_time(page: Page) -> None:
+    """Step and Back move by stops (folded steps); fine=1 moves one engine step, which these
+    tests count."""
+    page.goto(page.url.split("?")[0] + "?fine=1")
+    page.wait_for_function("window.htmx !== undefined && document.documentElement.classList.contains('js')")
+
+
 def test_step_forward_back_and_history(scene: Page):
+    one_engine_step_at_a_time(scene)
     scene.click("#step-forward")
     wait_for_step(scene, 1)
     expect(scene.locator("#log .log-lines li")).to_have_count(1)
@@ -62,6 +70,7 @@ def test_keyboard_stepping_keeps_focus_on_the_step_button(scene: Page):
     # Two quick presses: the second lands on the link that the first swap put in. It must be an
     # htmx request (the page is not reloaded: the marker survives) and focus must stay on it.
     # This failed about one run in four while htmx boosted new links only 20 ms after the swap.
+    one_engine_step_at_a_time(scene)
     scene.evaluate("window.__sameDocument = true")
     scene.focus("#step-forward")
     scene.keyboard.press("Enter")
@@ -105,10 +114,11 @@ def test_move_knobs_by_mouse_and_keyboard(scene: Page):
 def test_inject_a_crash_changes_the_diagram_and_the_log(scene: Page, live_server):
     scene.goto(live_server + SCENE + "?step=5")
     scene.wait_for_function("window.htmx !== undefined")
-    expect(scene.locator('#diagram g.row[data-broker="2"]')).not_to_have_class(re.compile(r"\bcrashed\b"))
+    broker2 = scene.locator('#diagram svg.wide g.row[data-broker="2"]')  # the desktop drawing
+    expect(broker2).not_to_have_class(re.compile(r"\bcrashed\b"))
     scene.click("#fault-crash-2")
     scene.wait_for_url(re.compile(r"a=crash:2@5"))
-    expect(scene.locator('#diagram g.row[data-broker="2"]')).to_have_class(re.compile(r"\bcrashed\b"))
+    expect(broker2).to_have_class(re.compile(r"\bcrashed\b"))
     expect(scene.locator("#log li.current")).to_contain_text("B2")
     expect(scene.locator("#fault-restart-2")).to_be_visible()
     expect(scene.locator("#timeline .injected")).to_contain_text("crash:2@5")
