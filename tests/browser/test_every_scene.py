@@ -29,7 +29,6 @@ def test_walk_every_beat(page: Page, live_server, screenshot_dir, width, console
     for scene_id, beat_id in BEATS:
         page.goto(f"{live_server}/scenes/{scene_id}?beat={beat_id}")
         ready(page)
-<<<<<<< HEAD
         moments = page.locator("#beat .focus a")
         hrefs = [moments.nth(i).get_attribute("href") for i in range(moments.count())]
         assert hrefs, f"{scene_id}/{beat_id} has no key moment to jump to"
@@ -45,16 +44,6 @@ def test_walk_every_beat(page: Page, live_server, screenshot_dir, width, console
             page.locator("#diagram").screenshot(
                 path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}-key{n}-diagram.png")
             )
-=======
-        focus = page.locator("#beat .focus a")
-        if focus.count():
-            focus.first.click()
-            page.wait_for_url(re.compile(r"[?&]step=[1-9]"), timeout=TIMEOUT_MS)
-        page.screenshot(path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}.png"))
-        page.locator("#diagram").screenshot(
-            path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}-diagram.png")
-        )
->>>>>>> i8-layout
         page.click("#to-end")
         expect(page.locator("#to-end")).to_have_attribute("aria-disabled", "true", timeout=TIMEOUT_MS)
         panels = page.locator("#state-panels")
