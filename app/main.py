@@ -34,9 +34,9 @@ from starlette.middleware.gzip import GZipMiddleware
 
 import engine
 import scenes
+from app import frames, presenters, urls
 from app import glossary as glossary_mod
 from app import panels as state_panels
-from app import presenters, urls
 from app.qa_panel import qa_panel
 from app.settings import Settings
 from app.simulation import Simulator, build_compare, build_timeline
@@ -54,6 +54,8 @@ STEP_PANELS = [
     "_notes.html",
     "_live.html",
     "_diagram.html",
+    "_caption.html",
+    "_stepbar.html",
     "_state_panels.html",
     "_timeline.html",
     "_faults.html",
@@ -74,7 +76,8 @@ EMBED_STEP_PANELS = [
     "_notes.html",
     "_live.html",
     "_diagram.html",
-    "_state_panels.html",
+    "_caption.html",
+    "_stepbar.html",
     "_state_panels.html",
     "_timeline.html",
     "_faults.html",
@@ -359,7 +362,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             previous_view = sim.view(timeline.scenario, timeline.step - 1)
         full_url = urls.scene_url(state.replace(lock=None, from_step=None, to_step=None))
         embed_src = urls.embed_url(state)
-        beat = presenters.beats_panel(scene, state, timeline, embed=embed)
+        stops = frames.timeline_stops(sim, timeline, frames.beat_key_moments(scene.beat(state.beat)))
+        beat = presenters.beats_panel(scene, state, timeline, embed=embed, stops=stops)
         return {
             "page_title": f"{scene.id} · {scene.title}",
             "embed": embed,
@@ -384,7 +388,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "state_panels": state_panels.state_panels(scene, timeline, previous_view),
             "charts": state_panels.charts_slot(scene, state, timeline),
             "course": presenters.course_links(scene.id, embed=embed),
-            "timeline": presenters.timeline_panel(timeline, state, embed=embed),
+            "timeline": presenters.timeline_panel(timeline, state, embed=embed, stops=stops),
+            "caption": presenters.caption_panel(timeline, state, embed=embed, stops=stops),
             "faults": presenters.fault_buttons(timeline, state, embed=embed),
             "faults_idle_note": presenters.idle_brokers_note(timeline),
             "log": presenters.event_log(timeline, settings.max_log_lines),

@@ -4,74 +4,30 @@ Templates only loop and print. Everything that needs a decision (what colour a c
 marker goes, whether a fault button makes sense for a broker, which pseudocode line ran, what
 the headroom table says) is decided here, in plain Python that unit tests can read.
 
-The diagram is laid out here too: `diagram()` returns SVG coordinates for every shape, computed
-from the snapshot the engine returned for the current step. Record states are shown by pattern,
-border and a glyph as well as colour, so nothing depends on colour alone:
-
-    committed     solid cell            below the leader's high watermark
-    uncommitted   hatched, dashed edge  at or above the leader's HW (may still be lost)
-    lost          cross-hatched, "!"    acknowledged to the producer, not on the leader
-    truncated     ghost, struck out     deleted by truncation or a power loss (shown after ✂)
+The diagram is laid out in app/diagram.py: `diagram()` here picks the snapshot to draw and the
+lost records, and returns SVG coordinates for every shape in two geometries (wide and phone).
+`visible_signature()` tells whether two steps draw the same picture.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import engine
 import scenes
-from app import ledger, urls
+from app import diagram as dg
+from app import frames, ledger, urls
 from app.glossary import link_segments
 from app.simulation import Timeline
 from app.sources import link_citations
-from app.state import INJECT_VERBS, SceneState, format_value, knob_choices
+from app.state import INJECT_VERBS, QUIET, InjectedAction, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
 
-# ----------------------------------------------------------------------------------------------
-# Diagram geometry, in SVG user units (the SVG scales to its container; see static/app.css).
-DIAGRAM_WIDTH = 480
-TOP_BOX_GAP = 8
-TOP_LINE_HEIGHT = 15
 TOP_MAX_INFLIGHT_LINES = 3
-LABEL_COLUMN_WIDTH = 112
-LOG_LEFT = LABEL_COLUMN_WIDTH + 8
-LOG_RIGHT_MARGIN = 8
-ROW_HEIGHT = 74
-SPARE_ROW_HEIGHT = 34  # a broker that holds no replica of this partition
-CELL_TOP = 18  # cell offset inside a row (room for the HW label above)
-CELL_HEIGHT = 30
-CELL_WIDTH_MAX = 34
-CELL_WIDTH_MIN = 14
-MIN_VISIBLE_CELLS = 8
-GHOST_GAP = 18
-RECORD_TEXT_CHARS = 4
-EPOCH_PALETTE_SIZE = 6
-
-STATUS_TEXT = {"running": "running", "crashed": "crashed", "shutdown": "shut down"}
-STATUS_GLYPH = {"running": "●", "crashed": "✖", "shutdown": "■", "fenced": "⊘"}
-INFLIGHT_STATE_TEXT = {
-    "awaiting_response": "awaiting response",
-    "backoff": "backing off to retry",
-    "waiting_for_leader": "waiting for a leader",
-}
-INFLIGHT_STATE_SHORT = {
-    "awaiting_response": "awaiting reply",
-    "backoff": "backoff",
-    "waiting_for_leader": "no leader",
-}
-TRUNCATE_WHY_TEXT = {
-    "diverging_epoch": "diverging epoch",
-    "high_watermark": "truncated to HW",
-    "power_loss": "lost in power loss",
-    "disk_lost": "lost with the disk",
-}
-
-
-def _short(record: Any, limit: int = RECORD_TEXT_CHARS) -> str:
-    text = str(record)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def inline(text: str) -> list[dict[str, Any]]:
@@ -104,9 +60,19 @@ def ledger_at(timeline: Timeline) -> dict[str, list[str]]:
     return ledger.union(timeline_snapshots(timeline))
 
 
+def lost_in_snapshot(view: dict[str, Any]) -> set[str]:
+    """The engine's lost records of one partition's snapshot (its ledger as of that step; the
+    engine counts nothing as lost while the leader is down and not yet replaced)."""
+    return {str(r) for r in (view.get("ledger") or {}).get("lost", [])}
+
+
 def lost_records_at(timeline: Timeline) -> set[str]:
-    """Acknowledged records missing from the leader at this step (the diagram's partition)."""
-    return {str(r) for r in timeline.view["ledger"]["lost"]}
+    """Acknowledged records missing from their partition's leader at this step, each partition
+    checked against its own leader (see `lost_in_snapshot`)."""
+    lost: set[str] = set()
+    for snap in timeline_snapshots(timeline):
+        lost |= lost_in_snapshot(snap)
+    return lost
 
 
 def produce_outcomes(timeline: Timeline) -> dict[str, Any]:
@@ -290,7 +256,9 @@ def compare_panel(
         return out
     other = run.timeline
     out["label"] = _label_for(compare.label, other)
-    out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False)
+    # with several partitions the comparison draws the partition the main diagram draws
+    main_partition = _current_partition(timeline) if "partitions" in timeline.result else None
+    out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition)
     out["outcomes"] = produce_outcomes(other)
     out["same_as_main"] = run.same_as_main
     out["position"] = f"Step {other.step} of {other.step_count} · t = {other.view.get('t_ms', 0)} ms" + (
@@ -304,71 +272,165 @@ def compare_panel(
 
 
 # ----------------------------------------------------------------------------------------------
-# the diagram
+# the diagram (content and geometry in app/diagram.py)
 
 
-@dataclass
-class Cell:
-    x: float
-    y: float
-    w: float
-    h: float
-    text: str
-    record: str
-    offset: int | None
-    epoch: int | None
-    epoch_class: str
-    state: str  # committed | uncommitted | lost | truncated
-    glyph: str
-    title: str
-
-    def __post_init__(self) -> None:
-        self.x, self.y, self.w = round(self.x, 1), round(self.y, 1), round(self.w, 1)
-        self.cx = round(self.x + self.w / 2, 1)  # text anchor
-        self.ty = round(self.y + 14, 1)  # record text baseline
-        self.ey = round(self.y + self.h - 4, 1)  # epoch text baseline
-        self.gx = round(self.x + self.w - 5, 1)  # glyph position (top right corner)
-        self.x2 = round(self.x + self.w, 1)
-        self.my = round(self.y + self.h / 2, 1)
+def _current_partition(timeline: Timeline) -> int:
+    """With several partitions the diagram follows the partition the current step is about (the
+    last step that named one), so a step in partition 3 is drawn in partition 3."""
+    for entry in reversed(timeline.steps[: timeline.step]):
+        if entry.get("partition") is not None:
+            return int(entry["partition"])
+    return 0
 
 
-def _broker_status_parts(broker: dict[str, Any]) -> tuple[str, str, str]:
-    """(glyph + state, qualifiers, status class): the diagram draws the qualifiers on a second
-    line so a long status ("running, fenced, not fetching") never runs under the log cells."""
-    status = broker.get("status", "running" if broker.get("alive", True) else "crashed")
-    text = STATUS_TEXT.get(status, status)
-    glyph = STATUS_GLYPH.get(status, "●")
-    more: list[str] = []
-    if broker.get("fenced") and status == "running":
-        glyph = STATUS_GLYPH["fenced"]
-    if broker.get("fenced"):
-        more.append("fenced")
-    if status == "running" and not broker.get("fetching", True):
-        more.append("not fetching")
-    if is_isolated(broker):
-        more.append("isolated")
-    elif broker.get("isolated_from"):
-        more.append("cut off from " + ", ".join(f"B{p}" for p in broker["isolated_from"] if str(p).isdigit()))
-    return glyph + " " + text, ", ".join(more), status
+def _partition_view(
+    timeline: Timeline, partition: int | None = None
+) -> tuple[dict[str, Any], int | None, int]:
+    """(the snapshot to draw, its partition number or None with one partition, partition count)."""
+    if "partitions" not in timeline.result:
+        return timeline.view, None, 1
+    count = len(timeline.result["partitions"])
+    number = min(_current_partition(timeline) if partition is None else partition, count - 1)
+    views = timeline.view.get("partitions") if isinstance(timeline.view.get("partitions"), list) else None
+    if views:
+        return views[number], number, count
+    if timeline.partitions:
+        return timeline.partitions[number]["view"], number, count
+    return timeline.view, 0, count
 
 
-def _broker_status(broker: dict[str, Any]) -> tuple[str, str]:
-    first, more, status = _broker_status_parts(broker)
-    return (first + ", " + more if more else first), status
-
-
-def is_isolated(broker: dict[str, Any]) -> bool:
-    """Cut off from the controller: the broker's own network is down (an `isolate` without
-    `from`), rather than some other broker being cut off from it."""
-    return "controller" in (broker.get("isolated_from") or [])
+def _row_content(
+    bid: int,
+    b: dict[str, Any],
+    *,
+    replicas: list[int],
+    leader: Any,
+    isr: set[int],
+    elr: set[int],
+    leader_hw: int | None,
+    leader_log: dict[int, Any],
+    lost: set[str],
+) -> dict[str, Any]:
+    status_first, status_more, status = dg.broker_status_parts(b)
+    is_leader = bid == leader
+    conditions = dg.condition_badges(b, replica=bid in replicas)
+    row: dict[str, Any] = {
+        "id": bid,
+        "label": f"B{bid}",
+        "rack": f"rack {b['rack']}" if b.get("rack") else "",
+        "status": status,
+        "status_text": status_first,
+        "status_more": status_more,
+        "leader": is_leader,
+        "fenced": bool(b.get("fenced")),
+        "conditions": conditions,
+    }
+    if bid not in replicas and not b.get("log"):
+        row.update(
+            spare=True,
+            line=" · ".join([c["text"] for c in conditions] or ["● running"])
+            + " · holds no replica of this partition",
+        )
+        return row
+    badges = []
+    if is_leader:
+        badges.append({"text": "♛ leader", "cls": "leader"})
+    if bid in isr:
+        badges.append({"text": "ISR", "cls": "isr"})
+    elif bid in replicas:
+        badges.append({"text": "out of ISR", "cls": "out"})
+    if bid in elr:
+        badges.append({"text": "ELR", "cls": "elr"})
+    cells = []
+    log = b.get("log", [])
+    for entry in log:
+        offset = int(entry["offset"])
+        record = str(entry.get("record"))
+        epoch = entry.get("epoch")
+        committed = (
+            leader_hw is not None
+            and offset < leader_hw
+            and (is_leader or leader_log.get(offset) == entry.get("record"))
+        )
+        if record in lost:
+            state, glyph, what = "lost", "!", "LOST: acknowledged, but not on the leader"
+        elif committed:
+            state, glyph, what = "committed", "", "committed (below the leader's HW)"
+        else:
+            state, glyph, what = "uncommitted", "", "not committed yet"
+        cells.append(
+            {
+                "offset": offset,
+                "record": record,
+                "epoch": epoch,
+                "epoch_class": f"ep{(epoch or 0) % dg.EPOCH_PALETTE_SIZE}",
+                "state": state,
+                "glyph": glyph,
+                "title": f"B{bid} offset {offset}: {record} (epoch {epoch}) — {what}",
+            }
+        )
+    # truncated records, each under its own offset (the latest one when an offset was cut twice)
+    ghosts_at: dict[int, dict[str, Any]] = {}
+    titles: dict[int, list[str]] = {}
+    for entry in b.get("truncated", []) or []:
+        record = str(entry.get("record", "?"))
+        offset = int(entry.get("offset") or 0)
+        why = dg.TRUNCATE_WHY_TEXT.get(entry.get("why"), str(entry.get("why", "")))
+        state = "lost" if record in lost else "truncated"
+        titles.setdefault(offset, []).append(f"{record} (epoch {entry.get('epoch')}, {why})")
+        ghosts_at[offset] = {
+            "offset": offset,
+            "record": record,
+            "epoch": entry.get("epoch"),
+            "state": state,
+            "glyph": "!" if state == "lost" else "",
+        }
+    ghosts = []
+    for offset in sorted(ghosts_at):
+        g = ghosts_at[offset]
+        g["title"] = f"B{bid} deleted at offset {offset}: " + "; ".join(titles[offset])
+        ghosts.append(g)
+    leo = int(b.get("leo", len(log)))
+    hw = b.get("hw")
+    seen = b.get("reported_leo")
+    if is_leader or leader in (None, -1) or seen is None:
+        seen_at, text = None, f"LEO {leo}"
+    elif int(seen) < 0:
+        seen_at, text = None, f"LEO {leo} · B{leader} has no fetch yet"
+    elif int(seen) == leo:
+        seen_at, text = int(seen), f"LEO {leo} · B{leader} knows"
+    else:
+        seen_at, text = int(seen), f"LEO {leo} · B{leader} thinks {seen}"
+    span = max([leo, len(log)] + [g["offset"] + 1 for g in ghosts]) + 1
+    cache = b.get("epoch_cache") or []
+    # the leader-epoch cache once it holds more than the first epoch: "epochs e0@0 e1@1"
+    epochs = "epochs " + " ".join(f"e{e}@{o}" for e, o in cache) if len(cache) > 1 else ""
+    row.update(
+        epochs=epochs,
+        spare=False,
+        badges=badges,
+        cells_model=cells,
+        ghosts_model=ghosts,
+        markers={"hw": hw, "leo": leo, "seen": seen_at, "text": text, "hw_label": "HW"},
+        span=span,
+    )
+    return row
 
 
 def diagram(
-    timeline: Timeline, scenario: dict[str, Any], *, id_prefix: str = "dg", defs: bool = True
+    timeline: Timeline,
+    scenario: dict[str, Any],
+    *,
+    id_prefix: str = "dg",
+    defs: bool = True,
+    partition: int | None = None,
 ) -> dict[str, Any]:
-    """SVG geometry of the cluster at the timeline's step. `id_prefix` keeps element ids unique
-    when a page shows two diagrams; only the first one (`defs`) defines the shared patterns."""
-    view = timeline.view
+    """The cluster at the timeline's step, laid out for a wide screen (the top-level keys) and for
+    a phone (`narrow`). `id_prefix` keeps element ids unique when a page shows two diagrams; only
+    the first one (`defs`) defines the shared patterns. With several partitions it draws
+    `partition`, by default the one the current step is about."""
+    view, number, count = _partition_view(timeline, partition)
     partition = view.get("partition", {})
     brokers_state = view.get("brokers", {})
     leader = partition.get("leader", -1)
@@ -379,35 +441,27 @@ def diagram(
         leader_hw = max((b.get("hw") or 0 for b in brokers_state.values()), default=0)
     isr, elr = set(_ids(partition.get("isr"))), set(_ids(partition.get("elr")))
     replicas = _ids(partition.get("replicas")) or [b["id"] for b in scenario.get("brokers", [])]
-    lost = lost_records_at(timeline)
+    lost = lost_in_snapshot(view)
     leader_log = {e["offset"]: e.get("record") for e in brokers_state.get(str(leader), {}).get("log", [])}
 
     broker_ids = sorted(int(b) for b in brokers_state)
     # the assigned replicas first, in preferred-leader order, then any other broker
     order = [b for b in replicas if b in broker_ids] + [b for b in broker_ids if b not in replicas]
 
-    widest = MIN_VISIBLE_CELLS
-    for bid in order:
-        b = brokers_state[str(bid)]
-        ghosts = len(b.get("truncated", []))
-        widest = max(widest, len(b.get("log", [])) + ghosts + (1 if ghosts else 0) + 1)
-    usable = DIAGRAM_WIDTH - LOG_LEFT - LOG_RIGHT_MARGIN
-    cell_w = max(CELL_WIDTH_MIN, min(CELL_WIDTH_MAX, usable / widest))
-    narrow = cell_w < 24
-
     producer = view.get("producer", {}) or {}
     in_flight = producer.get("in_flight", []) or []
-    producer_lines = [f"acks={format_value(scenario.get('producer', {}).get('acks', 'all'))}"]
+    producer_lines = []
     for req in in_flight[:TOP_MAX_INFLIGHT_LINES]:
-        records = _short(" ".join(str(r) for r in req.get("records", [])), 8)
+        records = dg.short(" ".join(str(r) for r in req.get("records", [])), 8)
         target = req.get("target")
         where = f"→ B{target}" if target not in (None, -1) else "→ ?"
-        state = INFLIGHT_STATE_SHORT.get(req.get("state"), str(req.get("state", "")))
+        state = dg.INFLIGHT_STATE_SHORT.get(req.get("state"), str(req.get("state", "")))
         producer_lines.append(f"#{req.get('index', 0) + 1} [{records}] {where} {state}")
     if len(in_flight) > TOP_MAX_INFLIGHT_LINES:
         producer_lines.append(f"… and {len(in_flight) - TOP_MAX_INFLIGHT_LINES} more in flight")
     if not in_flight:
         producer_lines.append("no request in flight")
+    acks = format_value(scenario.get("producer", {}).get("acks", "all"))
 
     controller_lines = [
         f"leader: {'B' + str(leader) if leader not in (None, -1) else 'none (offline)'}"
@@ -419,217 +473,92 @@ def diagram(
     ]
     if partition.get("recovery_state") not in (None, "RECOVERED"):
         controller_lines.append(f"recovery: {partition.get('recovery_state')}")
+    kraft = (view.get("controller") or {}).get("kraft", True)
 
-    top_height = (max(len(producer_lines), len(controller_lines)) + 1) * TOP_LINE_HEIGHT + 14
-    box_w = (DIAGRAM_WIDTH - 3 * TOP_BOX_GAP) / 2
-    boxes = [
-        {
-            "x": TOP_BOX_GAP,
-            "y": TOP_BOX_GAP,
-            "w": box_w,
-            "h": top_height,
-            "title": "Producer",
-            "cls": "producer",
-            "lines": [
-                {"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
-                for i, t in enumerate(producer_lines)
-            ],
+    pills, waits = dg.messages_content(view)
+    timers, timer_clock = dg.timers_content(view, leader, isr)
+    model = {
+        "producer": {"title": f"Producer · acks={acks}", "lines": producer_lines},
+        "controller": {
+            "title": "Controller (KRaft)" if kraft else "Controller (ZooKeeper era)",
+            "lines": controller_lines,
         },
-        {
-            "x": 2 * TOP_BOX_GAP + box_w,
-            "y": TOP_BOX_GAP,
-            "w": box_w,
-            "h": top_height,
-            "title": "Controller (KRaft)"
-            if (view.get("controller") or {}).get("kraft", True)
-            else "Controller (ZooKeeper era)",
-            "cls": "controller",
-            "lines": [
-                {"y": TOP_BOX_GAP + 18 + (i + 1) * TOP_LINE_HEIGHT, "text": t}
-                for i, t in enumerate(controller_lines)
-            ],
-        },
-    ]
-    for box in boxes:
-        box["text_x"] = box["x"] + 10
-        box["title_y"] = box["y"] + 18
-
-    header_y = TOP_BOX_GAP + top_height + 22
-    offsets = [
-        {"x": round(LOG_LEFT + i * cell_w + cell_w / 2, 1), "text": str(i)}
-        for i in range(int(widest))
-        if not narrow or i % 2 == 0
-    ]
-
-    rows = []
-    y = header_y + 8
-    for bid in order:
-        b = brokers_state[str(bid)]
-        status_text, status = _broker_status(b)
-        status_first, status_more, _ = _broker_status_parts(b)
-        is_leader = bid == leader
-        if bid not in replicas and not b.get("log"):
-            rows.append(
-                {
-                    "id": bid,
-                    "y": y,
-                    "spare": True,
-                    "label": f"B{bid}",
-                    "status": status,
-                    "status_text": status_text + " · holds no replica of this partition",
-                    "band_y": y - 4,
-                    "band_h": SPARE_ROW_HEIGHT - 6,
-                    "text_y": y + 17,
-                    "leader": False,
-                    "fenced": bool(b.get("fenced")),
-                }
+        "rows": [
+            _row_content(
+                bid,
+                brokers_state[str(bid)],
+                replicas=replicas,
+                leader=leader,
+                isr=isr,
+                elr=elr,
+                leader_hw=leader_hw,
+                leader_log=leader_log,
+                lost=lost,
             )
-            y += SPARE_ROW_HEIGHT
-            continue
-        badges = []
-        if is_leader:
-            badges.append({"text": "♛ leader", "cls": "leader"})
-        if bid in isr:
-            badges.append({"text": "ISR", "cls": "isr"})
-        elif bid in replicas:
-            badges.append({"text": "out of ISR", "cls": "out"})
-        if bid in elr:
-            badges.append({"text": "ELR", "cls": "elr"})
-        bx = 8.0
-        for badge in badges:
-            badge["w"] = 10 + 7 * len(badge["text"])
-            badge["x"] = bx
-            badge["y"] = y + 46
-            bx += badge["w"] + 4
-
-        cells: list[Cell] = []
-        log = b.get("log", [])
-        for entry in log:
-            offset = int(entry["offset"])
-            record = str(entry.get("record"))
-            epoch = entry.get("epoch")
-            committed = (
-                leader_hw is not None
-                and offset < leader_hw
-                and (is_leader or leader_log.get(offset) == entry.get("record"))
-            )
-            if record in lost:
-                state, glyph, what = "lost", "!", "LOST: acknowledged, but not on the leader"
-            elif committed:
-                state, glyph, what = "committed", "", "committed (below the leader's HW)"
-            else:
-                state, glyph, what = "uncommitted", "", "not committed yet"
-            cells.append(
-                Cell(
-                    x=LOG_LEFT + offset * cell_w,
-                    y=y + CELL_TOP,
-                    w=cell_w - 2,
-                    h=CELL_HEIGHT,
-                    text="" if narrow else _short(record),
-                    record=record,
-                    offset=offset,
-                    epoch=epoch,
-                    epoch_class=f"ep{(epoch or 0) % EPOCH_PALETTE_SIZE}",
-                    state=state,
-                    glyph=glyph,
-                    title=f"B{bid} offset {offset}: {record} (epoch {epoch}) — {what}",
-                )
-            )
-        leo = int(b.get("leo", len(log)))
-        ghost_x = LOG_LEFT + max(leo, len(log)) * cell_w + GHOST_GAP
-        ghosts = []
-        truncated = b.get("truncated", []) or []
-        for i, entry in enumerate(truncated):
-            record = str(entry.get("record", "?"))
-            why = TRUNCATE_WHY_TEXT.get(entry.get("why"), str(entry.get("why", "")))
-            state = "lost" if record in lost else "truncated"
-            ghosts.append(
-                Cell(
-                    x=ghost_x + i * cell_w,
-                    y=y + CELL_TOP,
-                    w=cell_w - 2,
-                    h=CELL_HEIGHT,
-                    text="" if narrow else _short(record),
-                    record=record,
-                    offset=entry.get("offset"),
-                    epoch=entry.get("epoch"),
-                    epoch_class="ghost",
-                    state=state,
-                    glyph="!" if state == "lost" else "",
-                    title=f"B{bid} deleted {record}: {why}",
-                )
-            )
-        hw = b.get("hw")
-        markers = {
-            "hw_x": round(LOG_LEFT + (hw or 0) * cell_w - 1, 1) if hw is not None else None,
-            "leo_x": round(LOG_LEFT + leo * cell_w - 1, 1),
-            "hw_label": "HW" if hw != leo else "HW=LEO",
-            "leo_label": "LEO",
-            "show_leo": hw != leo,
-            "hw": hw,
-            "leo": leo,
-        }
-        rows.append(
-            {
-                "id": bid,
-                "y": y,
-                "label": f"B{bid}",
-                "rack": f"rack {b['rack']}" if b.get("rack") else "",
-                "status_text": status_first,
-                "status_more": status_more,
-                "status": status,
-                "leader": is_leader,
-                "fenced": bool(b.get("fenced")),
-                "badges": badges,
-                "cells": cells,
-                "ghosts": ghosts,
-                "ghost_label_x": round(ghost_x - GHOST_GAP / 2 - 1, 1) if ghosts else None,
-                "markers": markers,
-                "band_y": y - 4,
-                "band_h": ROW_HEIGHT - 6,
-                "cell_y": y + CELL_TOP,
-                "cell_mid_y": y + CELL_TOP + CELL_HEIGHT / 2 + 4,
-                "epoch_y": y + CELL_TOP + CELL_HEIGHT - 4,
-                "hw_label_y": y + CELL_TOP - 4,
-                "leo_label_y": y + CELL_TOP + CELL_HEIGHT + 12,
-                "marker_top": y + CELL_TOP - 2,
-                "marker_bottom": y + CELL_TOP + CELL_HEIGHT + 2,
-                "spare": False,
-            }
-        )
-        y += ROW_HEIGHT
-    height = y + 4
-    return {
+            for bid in order
+        ],
+        "pills": pills,
+        "timers": timers,
+    }
+    wide = dg.layout(model, dg.WIDE)
+    narrow = dg.layout(model, dg.NARROW)
+    t_ms = int(view.get("t_ms", 0))
+    out = {
+        **wide,
+        "narrow": narrow,
         "id_prefix": id_prefix,
         "defs": defs,
+        "partition": number,
+        "partition_label": f"partition {number} (of {count})" if number is not None else "",
         "svg_title": "Cluster diagram" if defs else "Comparison run: cluster diagram",
-        "region_label": ("Cluster diagram" if defs else "Comparison run's diagram")
-        + " (scrolls sideways on small screens)",
-        "width": DIAGRAM_WIDTH,
-        "height": round(height),
-        "boxes": boxes,
-        "rows": rows,
-        "offsets": offsets,
-        "header_y": header_y,
-        "log_left": LOG_LEFT,
-        "narrow": narrow,
-        "label_x": 8,
-        "show_epoch": not narrow,
-        "description": describe(timeline, scenario, lost),
-        "summary": summary_sentence(timeline, lost),
+        "region_label": "Cluster diagram" if defs else "Comparison run's diagram",
+        "pills": pills,
+        "timers": timers,
+        "clock": {
+            "t_ms": t_ms,
+            "text": f"t = {t_ms / 1000:.3f} s",
+            "timers": timer_clock,
+            "waits": waits,
+        },
     }
+    out["description"] = describe(timeline, scenario, lost, diagram_dict=out, view=view)
+    out["summary"] = summary_sentence(timeline, lost, view=view, partition_label=out["partition_label"])
+    return out
 
 
-def summary_sentence(timeline: Timeline, lost: set[str]) -> str:
-    partition = timeline.view.get("partition", {})
+NODE_WORDS = {"producer": "the producer", "controller": "the controller"}
+SIGNATURE_SKIP = ("clock", "description", "summary", "id_prefix", "defs")
+
+
+def visible_signature(diagram_dict: dict[str, Any]) -> str:
+    """A hash of everything a learner sees in a diagram, leaving out what merely ticks with the
+    clock (`clock`), the text alternative and the ids: two steps with the same signature draw
+    the same picture (apart from the clock and timer values)."""
+    visible = {k: v for k, v in diagram_dict.items() if k not in SIGNATURE_SKIP}
+    text = json.dumps(visible, sort_keys=True, default=_plain, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return str(value)
+
+
+def summary_sentence(
+    timeline: Timeline, lost: set[str], *, view: dict[str, Any] | None = None, partition_label: str = ""
+) -> str:
+    view = view if view is not None else timeline.view
+    partition = view.get("partition", {})
     leader = partition.get("leader", -1)
     lead = (
         f"B{leader} leads (epoch {partition.get('leader_epoch', 0)})"
         if leader not in (None, -1)
         else "no broker leads: the partition is offline"
     )
+    where = f" in {partition_label}" if partition_label else ""
     text = (
-        f"After step {timeline.step} of {timeline.step_count} (t = {timeline.view.get('t_ms', 0)} ms): "
+        f"After step {timeline.step} of {timeline.step_count} (t = {view.get('t_ms', 0)} ms){where}: "
         f"{lead}; ISR {{{_join(_ids(partition.get('isr')), '')}}}"
         + (f"; leader HW {partition['hw']}." if partition.get("hw") is not None else ".")
     )
@@ -638,11 +567,19 @@ def summary_sentence(timeline: Timeline, lost: set[str]) -> str:
     return text
 
 
-def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> list[str]:
+def describe(
+    timeline: Timeline,
+    scenario: dict[str, Any],
+    lost: set[str],
+    *,
+    diagram_dict: dict[str, Any] | None = None,
+    view: dict[str, Any] | None = None,
+) -> list[str]:
     """The text alternative: the same facts as the SVG, one sentence per thing drawn."""
-    view = timeline.view
+    view = view if view is not None else timeline.view
     partition = view.get("partition", {})
-    lines = [summary_sentence(timeline, lost)]
+    label = (diagram_dict or {}).get("partition_label", "")
+    lines = [summary_sentence(timeline, lost, view=view, partition_label=label)]
     lines.append(
         f"Controller: leader epoch {partition.get('leader_epoch', 0)}, ISR "
         f"{{{_join(_ids(partition.get('isr')), '')}}}, ELR {{{_join(_ids(partition.get('elr')), '')}}}, "
@@ -658,7 +595,7 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
     if in_flight:
         parts = []
         for req in in_flight:
-            state = INFLIGHT_STATE_TEXT.get(req.get("state"), str(req.get("state", "")))
+            state = dg.INFLIGHT_STATE_TEXT.get(req.get("state"), str(req.get("state", "")))
             parts.append(
                 f"batch {req.get('index', 0) + 1} ({', '.join(map(str, req.get('records', [])))}) "
                 f"to B{req.get('target')}, attempt {req.get('attempt', 1)}, {state}"
@@ -666,18 +603,40 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
         lines.append("Producer in flight: " + "; ".join(parts) + ".")
     else:
         lines.append("Producer: nothing in flight.")
+    if diagram_dict is not None:
+        clock = diagram_dict.get("clock", {})
+        pills = diagram_dict.get("pills", [])
+        if pills:
+            said = []
+            for p in pills:
+                frm = NODE_WORDS.get(p["at"], f"B{p['at'][1:]}")
+                if p["held"]:
+                    wait = clock.get("waits", {}).get(p["key"])
+                    said.append(f"{frm} {p['text']} (long poll{', ' + wait if wait else ''})")
+                else:
+                    said.append(f"{frm} sends {p['full']}")
+            lines.append("On the network: " + "; ".join(said) + ".")
+        else:
+            lines.append("On the network: no request or response in flight.")
+        for t in diagram_dict.get("timers", []):
+            c = clock.get("timers", {}).get(t["key"])
+            if c:
+                lines.append("Timer: " + c["sentence"][0].upper() + c["sentence"][1:] + ".")
     leader = partition.get("leader", -1)
     isr, elr = set(_ids(partition.get("isr"))), set(_ids(partition.get("elr")))
     for key in sorted(view.get("brokers", {}), key=int):
         b = view["brokers"][key]
         bid = int(key)
-        status_text, _ = _broker_status(b)
+        status_text, _ = dg.broker_status(b)
         roles = []
         if bid == leader:
             roles.append("leader")
         roles.append("in the ISR" if bid in isr else "not in the ISR")
         if bid in elr:
             roles.append("in the ELR")
+        delay = int(b.get("fetch_delay_ms") or 0)
+        if delay:
+            roles.append(f"slow (fetches take {delay} ms longer)")
         log = b.get("log", [])
         records = (
             ", ".join(f"{e.get('record')}@{e['offset']} (epoch {e.get('epoch')})" for e in log) or "empty"
@@ -687,6 +646,9 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
             f"{status_text[2:]}, {', '.join(roles)}. Log: {records}. "
             f"LEO {b.get('leo')}, HW {b.get('hw')}."
         )
+        seen = b.get("reported_leo")
+        if bid != leader and leader not in (None, -1) and seen is not None and int(seen) >= 0:
+            sentence += f" Leader B{leader} thinks its LEO is {seen}."
         lost_here = [str(e.get("record")) for e in log if str(e.get("record")) in lost]
         if lost_here:
             sentence += f" Holds lost acknowledged records {', '.join(lost_here)}."
@@ -695,7 +657,8 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
             sentence += (
                 " Deleted: "
                 + ", ".join(
-                    f"{t.get('record')} ({TRUNCATE_WHY_TEXT.get(t.get('why'), t.get('why'))})"
+                    f"{t.get('record')} at offset {t.get('offset')} "
+                    f"({dg.TRUNCATE_WHY_TEXT.get(t.get('why'), t.get('why'))})"
                     for t in truncated
                 )
                 + "."
@@ -708,23 +671,77 @@ def describe(timeline: Timeline, scenario: dict[str, Any], lost: set[str]) -> li
 # timeline, faults, event log, pseudocode
 
 
-def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dict[str, Any]:
+CAPTION_LOG_LINES = 3
+
+
+def _path(timeline: Timeline, all_stops: list[frames.Stop] | None) -> list[frames.Stop] | None:
+    """The stops inside the timeline's window (an embed may keep it inside [from, to])."""
+    if not all_stops:
+        return None
+    return frames.within(all_stops, timeline.first_step, timeline.last_step)
+
+
+def _quiet_url(timeline: Timeline, state: SceneState, *, embed: bool) -> str | None:
+    """ "Run until quiet", offered at the end of the timeline and once a fault was injected, unless
+    the run is already told to go quiet at this step."""
+    step = timeline.step
+    faulted = any(a.verb != QUIET and landed <= step
+                  for a, landed in zip(state.actions, timeline.injected_steps, strict=False))
+    if not (step >= timeline.last_step or faulted):
+        return None
+    if any(a.verb == QUIET and landed == step
+           for a, landed in zip(state.actions, timeline.injected_steps, strict=False)):
+        return None
+    quiet = InjectedAction(QUIET, None, step)
+    return urls.page_url(state, embed=embed, actions=state.actions + (quiet,), step=step)
+
+
+def timeline_panel(
+    timeline: Timeline, state: SceneState, *, embed: bool, stops: list[frames.Stop] | None = None
+) -> dict[str, Any]:
+    """The timeline bar. Step and Back go to the next and previous stop (one engine step each
+    with fine=1); the scrubber still reaches every engine step."""
     step, first, last = timeline.step, timeline.first_step, timeline.last_step
     current = timeline.current
+    path = _path(timeline, stops)
+    if state.fine or path is None:
+        forward = min(last, step + 1) if step < last else None
+        back = max(first, step - 1) if step > first else None
+    else:
+        after, before = frames.next_stop(path, step), frames.previous_stop(path, step)
+        forward = after.step if after is not None and step < last else None
+        back = before.step if before is not None and step > first else None
+    position = None
+    if path:
+        k = frames.stop_index(path, step)
+        at_stop = path[k].step == step
+        position = {
+            "n": k + 1,
+            "count": len(path),
+            "at_stop": at_stop,
+            "text": f"stop {k + 1} of {len(path)}"
+            if at_stop
+            else f"between stops {k} and {k + 1} of {len(path)}",
+        }
     return {
         "step": step,
         "first": first,
         "last": last,
         "count": timeline.step_count,
         "t_ms": timeline.view.get("t_ms", 0),
+        "stop": position,
+        "fine": state.fine,
+        "fine_url": urls.page_url(state, embed=embed, fine=True) if not state.fine and path else None,
+        "fold_url": urls.page_url(state, embed=embed, fine=False) if state.fine else None,
+        "quiet_url": _quiet_url(timeline, state, embed=embed),
         "restart_url": urls.page_url(state, embed=embed, step=first),
-        "back_url": urls.page_url(state, embed=embed, step=max(first, step - 1)) if step > first else None,
-        "forward_url": urls.page_url(state, embed=embed, step=min(last, step + 1)) if step < last else None,
+        "back_url": urls.page_url(state, embed=embed, step=back) if back is not None else None,
+        "forward_url": urls.page_url(state, embed=embed, step=forward) if forward is not None else None,
         "end_url": urls.page_url(state, embed=embed, step=last) if step < last else None,
         "at_end": step >= last,
         "current_text": current["text"] if current else "Before the first step: press Step to begin.",
         "injected": [
-            {"code": a.encode(), "landed": s}
+            {"code": a.encode(), "landed": s, "quiet": a.verb == QUIET}
             for a, s in zip(state.actions, timeline.injected_steps, strict=False)
         ],
         "speeds": [
@@ -734,6 +751,71 @@ def timeline_panel(timeline: Timeline, state: SceneState, *, embed: bool) -> dic
             {"value": "200", "label": "4×"},
         ],
     }
+
+
+def caption_panel(
+    timeline: Timeline, state: SceneState, *, embed: bool, stops: list[frames.Stop] | None = None
+) -> dict[str, Any]:
+    """What the learner reads under the diagram: what just happened (the current stop's steps),
+    how much simulated time passed since the previous stop, and the newest event-log lines."""
+    step = timeline.step
+    steps = timeline.steps
+    path = _path(timeline, stops)
+    stop = None
+    if path:
+        k = frames.stop_index(path, step)
+        stop = path[k] if path[k].step == step and step > timeline.first_step else None
+    if step == 0 or (stop is None and timeline.current is None):
+        title = "Before the first step: press Step to begin."
+        jump = None
+    elif stop is not None and not state.fine:
+        title, jump = stop.title, stop.time_jump
+    else:
+        title = str(timeline.current.get("text", "")) if timeline.current else ""
+        gap = int(timeline.current.get("t_ms", 0)) - (int(steps[step - 2].get("t_ms", 0)) if step > 1 else 0)
+        jump = f"{frames.format_ms(gap)} later" if gap > frames.TIME_JUMP_MS else None
+    expand_url = None
+    if stop is not None and stop.repeat and not state.fine:
+        start = (stop.repeat_first_step or stop.first_step) - 1
+        expand_url = urls.page_url(state, embed=embed, step=max(timeline.first_step, start), fine=True)
+    lines = [
+        {"i": s.get("i"), "t_ms": s.get("t_ms"), "text": s.get("text", ""), "kind": s.get("kind", "")}
+        for s in steps[max(0, step - CAPTION_LOG_LINES) : step]
+    ]
+    return {
+        "title": title,
+        "jump": jump,
+        "key_moment": stop.key_moment if stop is not None else None,
+        "repeat": bool(stop is not None and stop.repeat),
+        "folded": stop.folded_count if stop is not None else 1,
+        "expand_url": expand_url,
+        "fold_url": urls.page_url(state, embed=embed, fine=False) if state.fine else None,
+        "log": lines,
+        "t_ms": timeline.view.get("t_ms", 0),
+    }
+
+
+def key_moments_panel(
+    beat: Any, state: SceneState, timeline: Timeline, stops: list[frames.Stop] | None, *, embed: bool
+) -> list[dict[str, Any]]:
+    """The beat's key moments, one link per stop they land on (moments that share a stop share its
+    link), or a note that these knobs and faults make a moment not happen."""
+    out: list[dict[str, Any]] = []
+    by_step: dict[int, dict[str, Any]] = {}
+    for moment in frames.beat_key_moments(beat):
+        step = frames.find_key_moment(timeline.steps, moment)
+        if step is None:
+            out.append({"title": moment.title, "url": None, "step": None,
+                        "note": "does not happen with these knobs"})
+            continue
+        landing = stops[frames.stop_index(stops, step)].step if stops else step
+        if landing in by_step:
+            by_step[landing]["title"] += " · " + moment.title
+            continue
+        by_step[landing] = {"title": moment.title, "step": landing, "note": None,
+                            "url": urls.page_url(state, embed=embed, step=landing)}
+        out.append(by_step[landing])
+    return out
 
 
 def _brokers_with_replicas(timeline: Timeline) -> set[int]:
@@ -750,13 +832,15 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
     `idle_brokers_note` names them once instead."""
     rows = []
     idle = _idle_brokers(timeline)
+    # at the end of the timeline a fault comes with "run until quiet" (see build_timeline)
+    then = ", then run until quiet" if timeline.step >= timeline.step_count else ""
     for key in sorted(timeline.view.get("brokers", {}), key=int):
         b = timeline.view["brokers"][key]
         bid = int(key)
         if bid in idle:
             continue
         status = b.get("status", "running" if b.get("alive", True) else "crashed")
-        network = "heal" if is_isolated(b) else "isolate"
+        network = "heal" if dg.is_isolated(b) else "isolate"
         if status == "running":
             verbs = [
                 "crash",
@@ -776,7 +860,7 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
                         "verb": v,
                         "label": INJECT_VERBS[v],
                         "url": urls.inject_url(state, v, bid, embed=embed),
-                        "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}",
+                        "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}{then}",
                     }
                     for v in verbs
                 ],
@@ -956,7 +1040,9 @@ def headroom(state: SceneState) -> dict[str, Any] | None:
             return None
 
 
-def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) -> dict[str, Any]:
+def beats_panel(
+    scene: Any, state: SceneState, timeline: Timeline, *, embed: bool, stops: list[frames.Stop] | None = None
+) -> dict[str, Any]:
     beats = list(scene.beats)
     index = next(i for i, b in enumerate(beats) if str(b.id) == state.beat)
     beat = beats[index]
@@ -964,15 +1050,13 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
     defaults = {k.key: format_value(k.default) for k in scene.knobs}
     expected = {key: presets.get(key, defaults[key]) for key, _ in state.knobs}
     sandbox = dict(state.knobs) != expected or bool(state.actions)
-    focus = None
-    for entry in timeline.steps:
-        if entry.get("kind") in (beat.focus_step_kinds or []):
-            focus = {
-                "i": entry["i"],
-                "text": entry.get("text", ""),
-                "url": urls.page_url(state, embed=embed, step=entry["i"]),
-            }
-            break
+    moments = key_moments_panel(beat, state, timeline, stops, embed=embed)
+    reachable = [m for m in moments if m["url"]]
+    focus = (
+        {"i": reachable[0]["step"], "text": reachable[0]["title"], "url": reachable[0]["url"]}
+        if reachable
+        else None
+    )
     values = dict(state.knobs)
     paragraphs = [fill_knobs(p, values) for p in (getattr(beat, "paragraphs", None) or [beat.narration])]
     source = paragraphs[-1] if paragraphs and paragraphs[-1].startswith("Source") else None
@@ -1011,6 +1095,7 @@ def beats_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: boo
         "sandbox": sandbox,
         "knob_note": knob_note(scene, beat, values),
         "focus": focus,
+        "key_moments": moments,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
         "predict": predict_panel(beat, state, embed=embed) if predict else None,
     }

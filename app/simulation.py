@@ -20,6 +20,7 @@ landed becomes the URL's new step.
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import json
@@ -27,9 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import engine
-from app.state import BadStateURL, InjectedAction, SceneState
+from app.state import QUIET, BadStateURL, InjectedAction, SceneState
 
 SETTLE_DEFAULT_MAX_MS = 60_000  # the contract's default for settle.max_ms
+QUIET_MAX_MS = 60_000  # how long "run until quiet" may run at most
 
 
 def canonical_json(scenario: dict[str, Any]) -> str:
@@ -51,6 +53,8 @@ class Simulator:
         self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
         self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
         self._profile = functools.lru_cache(maxsize=cache_entries)(self._profile_uncached)
+        self._memo: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
+        self._memo_entries = cache_entries
 
     @staticmethod
     def _replay_uncached(key: str) -> dict[str, Any]:
@@ -107,6 +111,17 @@ class Simulator:
             out["partitions"] = [{**p, "view": v} for p, v in pairs]
         return out
 
+    def memo(self, key: tuple[Any, ...], build: Any) -> Any:
+        """A value derived from a scenario (its stops), built once per key (read-only, shared)."""
+        if key in self._memo:
+            self._memo.move_to_end(key)
+            return self._memo[key]
+        value = build()
+        self._memo[key] = value
+        if len(self._memo) > self._memo_entries:
+            self._memo.popitem(last=False)
+        return value
+
     def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
         """(step count, final simulated time) of a scenario."""
         return self._count(canonical_json(scenario))
@@ -123,8 +138,16 @@ class Simulator:
         }
 
 
-def fault_action(verb: str, broker: int) -> dict[str, Any]:
-    """The contract action for a URL fault verb."""
+def quiet_action() -> dict[str, Any]:
+    """ "Run until quiet": settle, and keep running while a dead or cut-off leader still holds the
+    partition, so a late fault plays out (the leader is fenced and replaced)."""
+    return {"do": "settle", "through_failover": True, "max_ms": QUIET_MAX_MS}
+
+
+def fault_action(verb: str, broker: int | None) -> dict[str, Any]:
+    """The contract action for a URL fault verb (or "run until quiet")."""
+    if verb == QUIET:
+        return quiet_action()
     if verb == "power":
         return {"do": "power_loss", "brokers": [broker]}
     if verb in ("isolate", "heal"):  # no `from`: cut off from (reconnected to) everything
@@ -153,8 +176,9 @@ def fork(
     total_steps, _ = sim.count(scenario)
     step = injected.after_step
     if step > total_steps:
+        what = "“run until quiet”" if injected.verb == QUIET else "fault"
         notes.append(
-            f"The injected fault a={injected.encode()} is after the end of its timeline "
+            f"The injected {what} a={injected.encode()} is after the end of its timeline "
             f"({total_steps} steps); it runs at the end."
         )
         step = total_steps
@@ -239,6 +263,8 @@ def base_scenario(scene: Any, state: SceneState) -> dict[str, Any]:
 
 
 def _check_brokers(scenario: dict[str, Any], injected: InjectedAction) -> None:
+    if injected.broker is None:
+        return
     ids = [b["id"] for b in scenario.get("brokers", [])] or [1, 2, 3]
     if injected.broker not in ids:
         raise BadStateURL(
@@ -256,15 +282,26 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
     notes: list[str] = []
     scenario = base_scenario(scene, state)
     actions = list(state.actions)
-    if state.inject is not None:
-        verb, broker = state.inject
-        actions.append(InjectedAction(verb, broker, state.step))
     injected_steps = []
     try:
         for injected in actions:
             _check_brokers(scenario, injected)
             scenario, landed = fork(sim, scenario, injected, notes)
             injected_steps.append(landed)
+        if state.inject is not None:
+            # A fault at the end of the timeline would otherwise be the last thing that happens:
+            # no time passes after it. There it comes with "run until quiet", so it plays out.
+            verb, broker = state.inject
+            at_end = state.step >= sim.count(scenario)[0]
+            fault = InjectedAction(verb, broker, state.step)
+            _check_brokers(scenario, fault)
+            scenario, landed = fork(sim, scenario, fault, notes)
+            actions.append(fault)
+            injected_steps.append(landed)
+            if at_end:
+                actions.append(InjectedAction(QUIET, None, landed))
+                scenario, quiet_landed = fork(sim, scenario, actions[-1], notes)
+                injected_steps.append(quiet_landed)
         result = sim.full(scenario)
     except engine.ScenarioError as exc:
         reasons = "; ".join(f"{p['path']}: {p['message']}" for p in exc.problems)
@@ -275,7 +312,8 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
     last = step_count if state.to_step is None else min(state.to_step, step_count)
     step = state.step
     if state.inject is not None:
-        step = injected_steps[-1]
+        # land on the fault (not after the run until quiet that may follow it)
+        step = injected_steps[len(state.actions)]
         state = state.replace(actions=tuple(actions), inject=None)
     if step > last:
         where = "the end of this timeline" if last == step_count else f"to={last}"

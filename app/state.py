@@ -17,6 +17,8 @@ Query parameters (canonical order)
 ``seed``            the engine seed (default: the scene's)
 ``a``               injected fault actions, repeatable, applied in order (see below)
 ``step``            how many engine steps have run (0 = before the first one)
+``fine``            ``fine=1``: Step and Back move one engine step instead of one stop (a stop
+                    folds steps that change nothing visible and repetitive stretches)
 ``guess``           the learner's prediction for the current beat's question, a letter (A, B, ...)
                     within its option count; a beat link leaves it out, so it resets per beat
 ``q``               the id of the staff-engineer question that is open
@@ -63,7 +65,8 @@ INJECT_VERBS: dict[str, str] = {
     "isolate": "Isolate",
     "heal": "Heal network",
 }
-_ACTION_RE = re.compile(r"^(?P<verb>[a-z]+):(?P<broker>\d{1,3})@(?P<step>\d{1,7})$")
+_ACTION_RE = re.compile(r"^(?P<verb>[a-z]+)(?::(?P<broker>\d{1,3}))?@(?P<step>\d{1,7})$")
+QUIET = "quiet"  # the URL verb of "run until quiet", the one action without a broker
 _INJECT_RE = re.compile(r"^(?P<verb>[a-z]+):(?P<broker>\d{1,3})$")
 _UINT_RE = re.compile(r"^\d{1,10}$")
 _INT_RE = re.compile(r"^-?\d{1,9}$")
@@ -82,10 +85,12 @@ class BadStateURL(ValueError):
 @dataclass(frozen=True, slots=True)
 class InjectedAction:
     verb: str
-    broker: int
+    broker: int | None  # None for quiet
     after_step: int
 
     def encode(self) -> str:
+        if self.broker is None:
+            return f"{self.verb}@{self.after_step}"
         return f"{self.verb}:{self.broker}@{self.after_step}"
 
 
@@ -97,6 +102,7 @@ class SceneState:
     seed: int
     actions: tuple[InjectedAction, ...] = ()
     step: int = 0
+    fine: bool = False
     guess: str | None = None  # the letter of the predict option the learner chose, for this beat
     q: str | None = None
     ask: str | None = None
@@ -131,6 +137,8 @@ class SceneState:
         pairs.append(("seed", str(self.seed)))
         pairs += [("a", action.encode()) for action in self.actions]
         pairs.append(("step", str(self.step)))
+        if self.fine:
+            pairs.append(("fine", "1"))
         if self.guess:
             pairs.append(("guess", self.guess))
         if self.q:
@@ -280,16 +288,21 @@ def parse_state(
     actions = []
     for raw in raw_actions:
         match = _ACTION_RE.match(raw)
-        if not match or match["verb"] not in INJECT_VERBS:
+        quiet = bool(match) and match["verb"] == QUIET and match["broker"] is None
+        if not quiet and (not match or match["verb"] not in INJECT_VERBS or match["broker"] is None):
             raise BadStateURL(
                 f"The injected action a={raw[:40]!r} is not in the form VERB:BROKER@STEP "
-                f"(e.g. a=crash:2@5), with VERB one of {', '.join(INJECT_VERBS)}."
+                f"(e.g. a=crash:2@5), with VERB one of {', '.join(INJECT_VERBS)}, or quiet@STEP."
             )
         if int(match["step"]) > settings.max_step:
             raise BadStateURL(f"The injected action a={raw[:40]!r} names a step above {settings.max_step}.")
-        actions.append(InjectedAction(match["verb"], int(match["broker"]), int(match["step"])))
+        broker = None if quiet else int(match["broker"])
+        actions.append(InjectedAction(match["verb"], broker, int(match["step"])))
 
     step = _uint(params, "step", cap=settings.max_step)
+    fine_raw = _one(params, "fine")
+    if fine_raw not in (None, "", "0", "1"):
+        raise BadStateURL(f"fine must be 1 or 0, but the URL says fine={fine_raw[:40]!r}.")
 
     inject = None
     raw_inject = _one(params, "inject")
@@ -333,6 +346,7 @@ def parse_state(
         seed=seed,
         actions=tuple(actions),
         step=step if step is not None else 0,
+        fine=fine_raw == "1",
         guess=guess,
         q=q,
         ask=ask,

@@ -2341,11 +2341,7 @@ class Sim:
             "broker_heartbeat_interval_ms": self.cfg.heartbeat_ms,
         }
         acked = list(self.acked_records)
-        lost: list[str] = []
-        if acked and leader_b is not None:
-            # the result's lost_acked_records rule, as of now: acked but not in the leader's log
-            present = {rec for (_e, rec, _b) in leader_b.log}
-            lost = [rec for rec in acked if rec not in present]
+        lost = self.lost_acked(acked)
         return {
             "t_ms": self.now,
             "partition": part,
@@ -2360,6 +2356,20 @@ class Sim:
                 "lost": lost,
             },
         }
+
+    def lost_acked(self, acked: list[str]) -> list[str]:
+        """Acknowledged records missing from the partition leader's log: the loss ledger's rule,
+        for the result and for every snapshot. With no leader (offline), or while the leader the
+        controller names is down and not yet fenced and replaced, nothing is counted as lost: a
+        dead leader's log says nothing about which copy the next leader will hold."""
+        c = self.ctl
+        if not acked or c.leader == NO_LEADER:
+            return []
+        L = self.brokers[c.leader]
+        if not L.alive:
+            return []
+        present = {rec for (_e, rec, _b) in L.log}
+        return [rec for rec in acked if rec not in present]
 
     # ---------------------------------------------------------------------------------------
     # invariants (checked after every step when asked; see tests)
@@ -2433,8 +2443,7 @@ class Sim:
         if c.leader != NO_LEADER:
             L = self.brokers[c.leader]
             leader_records = [r for (_e, r, _b) in L.log]
-            present = set(leader_records)
-            lost = [r for r in acked if r not in present]
+            lost = self.lost_acked(acked)
             visible = leader_records[: L.hw]
             counts: dict[str, int] = {}
             for r in leader_records:

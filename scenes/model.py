@@ -186,6 +186,17 @@ class Compare(_Strict):
     narration: str = ""
 
 
+class KeyMoment(_Strict):
+    """A moment the beat's lesson hinges on: the `nth` engine step of `kind` in the run. Named by
+    kind, not step number, so it still resolves when the learner's knobs move it (or says it does
+    not happen). The scenes package does not import the engine, so that `kind` is one of its step
+    kinds is checked by tests/scenes/test_pacing.py, like `focus_step_kinds`."""
+
+    title: str = Field(min_length=3, max_length=80)
+    kind: str = Field(pattern=r"^[a-z]+(_[a-z]+)*$")
+    nth: int = Field(default=1, ge=1)
+
+
 class Beat(_Strict):
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     title: str
@@ -197,6 +208,8 @@ class Beat(_Strict):
     compare: Compare | None = None
     # label shown over the diagram when the beat replays history or a proposal, not today's Kafka
     label: str | None = None
+    # the moments "Jump to the key moment" lists and lands on (always stops of the default path)
+    key_moments: list[KeyMoment] = Field(default_factory=list, max_length=3)
 
     @property
     def paragraphs(self) -> list[str]:

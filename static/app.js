@@ -81,6 +81,42 @@
     }
   });
 
+  // -- the Step key: → or N steps, ← or P goes back ------------------------------------------
+  // It clicks the bar's own links (#step-forward, #step-back), so a key press is exactly a
+  // click: the same htmx request, the same focus handling, the same history entry. Keys typed
+  // into a field, or arrows inside something that scrolls sideways or moves a slider, are left
+  // alone; so is any key while a step is still loading (a held-down key would otherwise fire a
+  // burst of requests for the same step).
+  var STEP_KEYS = { ArrowRight: "step-forward", n: "step-forward", N: "step-forward",
+    ArrowLeft: "step-back", p: "step-back", P: "step-back" };
+  function typingIn(el) {
+    if (!(el instanceof Element)) { return false; }
+    if (el.isContentEditable) { return true; }
+    return !!el.closest("input, textarea, select, [role='slider'], [role='textbox'], [role='combobox']");
+  }
+  function scrollsSideways(el) {
+    for (var node = el; node instanceof Element && node !== document.body; node = node.parentElement) {
+      if (node.scrollWidth > node.clientWidth + 1) {
+        var overflow = getComputedStyle(node).overflowX;
+        if (overflow === "auto" || overflow === "scroll") { return true; }
+      }
+    }
+    return false;
+  }
+  document.addEventListener("keydown", function (event) {
+    var id = STEP_KEYS[event.key];
+    if (!id || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    if (event.shiftKey && event.key.indexOf("Arrow") === 0) { return; }
+    var target = event.target;
+    if (typingIn(target)) { return; }
+    if (event.key.indexOf("Arrow") === 0 && scrollsSideways(target)) { return; }
+    var link = document.getElementById(id);
+    event.preventDefault();  // an arrow would otherwise scroll the page
+    if (!link || link.tagName !== "A" || document.querySelector(".htmx-request")) { return; }
+    if (timer !== null) { setPlaying(false); }  // stepping by hand pauses playback, as a click does
+    link.click();
+  });
+
   // -- the staff engineer's answer: asked below the fold, it must come into view ----------------
   // A question tapped or typed in the Q&A panel swaps the whole panel; bring the answer (or the
   // search results) into view and move focus there, so the screen reader reads it out too.
@@ -144,7 +180,7 @@
       return;
     }
     // a step link pressed by hand pauses playback
-    if (timer !== null && event.isTrusted && target.closest(".step-nav, .faults, .beat-nav")) {
+    if (timer !== null && event.isTrusted && target.closest(".step-nav, .stepbar, .faults, .beat-nav")) {
       setPlaying(false);
     }
   });

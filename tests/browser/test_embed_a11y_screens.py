@@ -21,7 +21,7 @@ def test_embed_runs_in_an_iframe_on_another_origin(page: Page, live_server, othe
     )
     page.goto(f"{host_url}/host.html")
     frame = page.frame_locator("#frame")
-    expect(frame.locator("#diagram svg")).to_be_visible()
+    expect(frame.locator("#diagram svg.cluster:visible")).to_be_visible()
     expect(frame.locator(".embed-open")).to_have_attribute("href", re.compile(r"/scenes/05\?"))
     frame.locator("#step-forward").click()
     expect(frame.locator("#timeline h2")).to_contain_text("step 1 of")

@@ -24,19 +24,26 @@ def ready(page: Page) -> None:
 
 @pytest.mark.parametrize("width", SCREEN_WIDTHS_PX)
 def test_walk_every_beat(page: Page, live_server, screenshot_dir, width, console_errors):
-    """Each beat at its key moment and at its end; the files are looked at by a person."""
+    """Each beat at each of its key moments and at its end; the files are looked at by a person."""
     page.set_viewport_size({"width": width, "height": SCREEN_HEIGHT_PX})
     for scene_id, beat_id in BEATS:
         page.goto(f"{live_server}/scenes/{scene_id}?beat={beat_id}")
         ready(page)
-        focus = page.locator("#beat .focus a")
-        if focus.count():
-            focus.click()
-            page.wait_for_url(re.compile(r"[?&]step=[1-9]"), timeout=TIMEOUT_MS)
-        page.screenshot(path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}.png"))
-        page.locator("#diagram").screenshot(
-            path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}-diagram.png")
-        )
+        moments = page.locator("#beat .focus a")
+        hrefs = [moments.nth(i).get_attribute("href") for i in range(moments.count())]
+        assert hrefs, f"{scene_id}/{beat_id} has no key moment to jump to"
+        for n, href in enumerate(hrefs, start=1):
+            if n == 1:
+                moments.first.click()
+            else:
+                page.goto(live_server + href)
+            step = re.search(r"[?&]step=(\d+)", href).group(1)
+            page.wait_for_url(re.compile(rf"[?&]step={step}(&|$)"), timeout=TIMEOUT_MS)
+            expect(page.locator("#caption .key-moment")).to_be_visible()
+            page.screenshot(path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}-key{n}.png"))
+            page.locator("#diagram").screenshot(
+                path=str(screenshot_dir / f"walk-{scene_id}-{beat_id}-{width}-key{n}-diagram.png")
+            )
         page.click("#to-end")
         expect(page.locator("#to-end")).to_have_attribute("aria-disabled", "true", timeout=TIMEOUT_MS)
         panels = page.locator("#state-panels")
@@ -104,7 +111,7 @@ def test_state_panels_follow_the_scrubber(page: Page, live_server, console_error
     log = page.locator("#state-panels .metadata-log")
     expect(log).to_contain_text("PartitionRecord")
     expect(log).not_to_contain_text("PartitionChangeRecord")
-    page.click("#beat .focus a")
+    page.locator("#beat .focus a").first.click()
     page.wait_for_url(re.compile(r"[?&]step=[1-9]"))
     page.click("#to-end")
     expect(log).to_contain_text("PartitionChangeRecord")

@@ -16,6 +16,8 @@ from scenario_builders import (
     stop_fetching,
 )
 
+import engine
+
 
 def _views(sc: dict) -> dict:
     return run(sc, steps=True, all_views=True)
@@ -186,3 +188,23 @@ def test_lost_at_the_last_step_matches_the_result():
     offline = next(i for i, st in enumerate(r["steps"], 1) if st["kind"] == "controller_partition_offline")
     assert r["views"][offline]["ledger"]["lost"] == []
     assert r["views"][offline]["ledger"]["acked"] == ["a", "b", "c"]
+
+
+def test_nothing_counts_as_lost_while_the_leader_is_down_and_not_yet_replaced():
+    """A leader that lost its page cache says nothing about which copy the next leader will hold
+    (D4's rack power cut): the ledger waits for the controller to fence and replace it."""
+    scenario = {
+        "version": 1,
+        "actions": [
+            {"do": "produce", "records": ["a", "b"]},
+            {"do": "settle"},
+            {"do": "power_loss", "brokers": [1]},
+            {"do": "advance", "ms": 20_000},
+        ],
+    }
+    result = engine.simulate(scenario, all_views=True)
+    down = [v for v in result["views"] if v["partition"]["leader"] == 1 and not v["brokers"]["1"]["alive"]]
+    assert down, "the leader should be down but not yet replaced for a while"
+    assert all(v["ledger"]["lost"] == [] for v in down)
+    assert result["final"]["partition"]["leader"] != 1
+    assert result["lost_acked_records"] == [] and result["final"]["ledger"]["acked"] == ["a", "b"]

@@ -158,7 +158,9 @@ def test_diagram_marks_leader_isr_hw_leo_truncation_and_in_flight():
     rows = {r["id"]: r for r in d["rows"]}
     assert [b["text"] for b in rows[1]["badges"]] == ["♛ leader", "ISR"]
     assert [c.state for c in rows[1]["cells"]] == ["committed", "uncommitted"]
-    assert rows[1]["markers"]["hw"] == 1 and rows[1]["markers"]["leo"] == 2 and rows[1]["markers"]["show_leo"]
+    # the LEO marker is always drawn now, with its value in words ("LEO 2")
+    assert rows[1]["markers"]["hw"] == 1 and rows[1]["markers"]["leo"] == 2
+    assert rows[1]["markers"]["text"] == "LEO 2"
     assert rows[3]["status"] == "crashed" and rows[3]["ghosts"][0].state == "truncated"
     assert any("#1 [c] → B1 awaiting reply" in line["text"] for line in d["boxes"][0]["lines"])
     text = " ".join(d["description"])

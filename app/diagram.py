@@ -1,0 +1,707 @@
+"""The cluster diagram: what one engine snapshot shows, laid out twice (wide and phone).
+
+`content()` turns a snapshot into what the learner should see, free of coordinates: the producer
+and controller boxes, one row per broker (its log, markers, badges), the requests and responses
+on the wire, and the timers that decide the lesson. `layout()` places that content in one of two
+geometries: WIDE (a label column, the log, a gutter that carries the message arrows, and an
+activity column with each node's outgoing messages and timers) and NARROW (a phone: the broker's
+name and badges above its log, activity lines under it, no arrows; every message names its
+destination in its text). The template draws both SVGs and a container query shows the one that
+fits, so the phone never scales a 720-unit drawing down to 7 px text.
+
+Everything that merely ticks with simulated time (the clock, timer values, how long a parked fetch
+still waits) is kept under the diagram's `clock` key, apart from what the learner sees change;
+`visible_signature` hashes the rest (see app.presenters).
+
+Record states are shown by pattern, border and a glyph as well as colour:
+
+    committed     solid cell            below the leader's high watermark
+    uncommitted   hatched, dashed edge  at or above the leader's HW (may still be lost)
+    lost          cross-hatched, "!"    acknowledged to the producer, not on the leader
+    truncated     ghost, struck out     deleted by truncation or a power loss, drawn in a lane
+                                        under the cells, in its own offset's column
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+RECORD_TEXT_CHARS = 4
+EPOCH_PALETTE_SIZE = 6
+MAX_PILL_CHARS = 34
+
+STATUS_TEXT = {"running": "running", "crashed": "crashed", "shutdown": "shut down"}
+STATUS_GLYPH = {"running": "●", "crashed": "✖", "shutdown": "■", "fenced": "⊘"}
+INFLIGHT_STATE_TEXT = {
+    "awaiting_response": "awaiting response",
+    "backoff": "backing off to retry",
+    "waiting_for_leader": "waiting for a leader",
+}
+INFLIGHT_STATE_SHORT = {
+    "awaiting_response": "awaiting reply",
+    "backoff": "backoff",
+    "waiting_for_leader": "no leader",
+}
+TRUNCATE_WHY_TEXT = {
+    "diverging_epoch": "diverging epoch",
+    "high_watermark": "truncated to HW",
+    "power_loss": "lost in power loss",
+    "disk_lost": "lost with the disk",
+}
+MESSAGE_CLASS = {
+    "fetch": "fetch",
+    "fetch_held": "held",
+    "fetch_response": "response",
+    "produce": "produce",
+    "produce_response": "response",
+    "alter_partition": "control",
+    "alter_partition_response": "control",
+    "metadata": "control",
+    "heartbeat": "control",
+    "heartbeat_response": "control",
+}
+
+
+def short(record: Any, limit: int = RECORD_TEXT_CHARS) -> str:
+    text = str(record)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _join(values: list[Any], empty: str = "none") -> str:
+    return ", ".join(str(v) for v in values) if values else empty
+
+
+def _ids(values: Any) -> list[int]:
+    return [int(v) for v in (values or [])]
+
+
+def _set(values: Any) -> str:
+    return "{" + ", ".join(str(v) for v in values or []) + "}"
+
+
+def seconds(ms: float) -> str:
+    """12000 -> "12 s", 4250 -> "4.3 s", 500 -> "0.5 s"."""
+    s = ms / 1000
+    return f"{int(s)} s" if s == int(s) else f"{s:.1f} s"
+
+
+# ----------------------------------------------------------------------------------------------
+# broker status
+
+
+def broker_status_parts(broker: dict[str, Any]) -> tuple[str, str, str]:
+    """(glyph + state, qualifiers, status class) of a broker."""
+    status = broker.get("status", "running" if broker.get("alive", True) else "crashed")
+    text = STATUS_TEXT.get(status, status)
+    glyph = STATUS_GLYPH.get(status, "●")
+    more: list[str] = []
+    if broker.get("fenced") and status == "running":
+        glyph = STATUS_GLYPH["fenced"]
+    if broker.get("fenced"):
+        more.append("fenced")
+    if status == "running" and not broker.get("fetching", True):
+        more.append("not fetching")
+    if is_isolated(broker):
+        more.append("isolated")
+    elif broker.get("isolated_from"):
+        more.append("cut off from " + ", ".join(f"B{p}" for p in broker["isolated_from"] if str(p).isdigit()))
+    return glyph + " " + text, ", ".join(more), status
+
+
+def broker_status(broker: dict[str, Any]) -> tuple[str, str]:
+    first, more, status = broker_status_parts(broker)
+    return (first + ", " + more if more else first), status
+
+
+def is_isolated(broker: dict[str, Any]) -> bool:
+    """Cut off from the controller: the broker's own network is down (an `isolate` without
+    `from`), rather than some other broker being cut off from it."""
+    return "controller" in (broker.get("isolated_from") or [])
+
+
+def condition_badges(broker: dict[str, Any], *, replica: bool) -> list[dict[str, str]]:
+    """What is wrong with a broker, one badge each: crashed, shut down, fenced, stopped, slow,
+    isolated (every one also spelled out in words, so nothing depends on the colour)."""
+    status = broker.get("status", "running" if broker.get("alive", True) else "crashed")
+    out = []
+    if status == "crashed":
+        out.append({"text": "✖ crashed", "cls": "bad", "title": "The broker's process is down"})
+    elif status == "shutdown":
+        out.append({"text": "■ shut down", "cls": "bad", "title": "The broker was shut down"})
+    if broker.get("fenced"):
+        out.append(
+            {
+                "text": "⊘ fenced",
+                "cls": "bad",
+                "title": "The controller fenced it: it cannot lead or join the ISR",
+            }
+        )
+    if status == "running" and not broker.get("fetching", True) and replica:
+        out.append(
+            {
+                "text": "⏸ stopped",
+                "cls": "warn",
+                "title": "Its replica fetcher is stopped: it fetches nothing",
+            }
+        )
+    delay = int(broker.get("fetch_delay_ms") or 0)
+    if delay > 0 and status == "running":
+        out.append(
+            {
+                "text": f"slow +{delay} ms",
+                "cls": "warn",
+                "title": f"Each of its fetches takes {delay} ms longer",
+            }
+        )
+    if is_isolated(broker):
+        out.append(
+            {
+                "text": "✂ isolated",
+                "cls": "warn",
+                "title": "Cut off from the network, the controller included",
+            }
+        )
+    elif broker.get("isolated_from"):
+        cut = ", ".join(f"B{p}" for p in broker["isolated_from"] if str(p).isdigit())
+        if cut:
+            out.append({"text": f"✂ cut off from {cut}", "cls": "warn", "title": f"No link to {cut}"})
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# content: what to draw, no coordinates yet
+
+
+def _node(value: Any) -> str:
+    """A message end as a node key: "producer", "controller" or "b<id>"."""
+    if value in ("producer", "controller"):
+        return str(value)
+    return f"b{int(value)}"
+
+
+def _node_name(node: str) -> str:
+    return node if node in ("producer", "controller") else "B" + node[1:]
+
+
+def _records_text(records: list[Any], limit: int = 3) -> str:
+    names = [str(r) for r in records]
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[:limit]) + f" +{len(names) - limit}"
+
+
+def _message_text(m: dict[str, Any]) -> str:
+    """The words on a message pill, without its destination."""
+    kind = m.get("kind")
+    if kind == "fetch":
+        return f"fetch @{m.get('offset')}"
+    if kind == "fetch_held":
+        return f"holds B{m.get('src')}'s fetch @{m.get('offset')}"
+    if kind == "fetch_response":
+        if m.get("diverging"):
+            return f"diverging: e{m.get('diverging_epoch')} ends @{m.get('diverging_end_offset')}"
+        if m.get("error"):
+            return "out of range" if m["error"] == "OFFSET_OUT_OF_RANGE" else str(m["error"])
+        n = int(m.get("records") or 0)
+        return f"{n} record{'s' if n != 1 else ''}, HW {m.get('hw')}"
+    if kind == "produce":
+        return f"produce {_records_text(m.get('records') or [])}"
+    if kind == "produce_response":
+        if m.get("error"):
+            return str(m["error"])
+        offsets = m.get("offsets") or []
+        if not offsets:
+            return "ack"
+        return f"ack @{offsets[0]}" + (f"-{offsets[-1]}" if offsets[-1] != offsets[0] else "")
+    if kind == "alter_partition":
+        return f"AlterPartition ISR {_set(m.get('isr'))}"
+    if kind == "alter_partition_response":
+        return f"AlterPartition: {m.get('error')}"
+    if kind == "metadata":
+        lead = m.get("leader")
+        lead_text = f"B{lead}" if lead not in (None, -1) else "none"
+        return f"metadata: leader {lead_text} e{m.get('leader_epoch')}, ISR {_set(m.get('isr'))}"
+    return str(m.get("api") or m.get("label") or kind)
+
+
+def _heartbeat_matters(m: dict[str, Any], brokers: dict[str, Any], t_ms: int, interval: int) -> bool:
+    """Routine heartbeats are noise; a registration, a controlled-shutdown request or answer, and
+    the heartbeats of a fenced broker or of one whose session is running out are the lesson."""
+    api = str(m.get("api") or "")
+    if api not in ("BrokerHeartbeat", "BrokerHeartbeat response", "ZooKeeper session"):
+        return True
+    end = m["src"] if m.get("kind") == "heartbeat" else m.get("dst")
+    b = brokers.get(str(end), {})
+    if b.get("fenced"):
+        return True
+    last = b.get("last_heartbeat_ms")
+    return last is not None and t_ms - int(last) > 2 * max(1, interval)
+
+
+def messages_content(view: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Messages grouped into pills (one per sender and text, with every destination) and the
+    clock text of each pill that waits (a fetch parked at its leader)."""
+    brokers = view.get("brokers", {})
+    t_ms = int(view.get("t_ms", 0))
+    interval = int((view.get("controller") or {}).get("broker_heartbeat_interval_ms") or 2000)
+    pills: list[dict[str, Any]] = []
+    by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
+    waits: dict[str, str] = {}
+    for m in view.get("messages", []) or []:
+        kind = m.get("kind")
+        if kind in ("heartbeat", "heartbeat_response") and not _heartbeat_matters(m, brokers, t_ms, interval):
+            continue
+        src, dst = _node(m["src"]), _node(m["dst"])
+        text = _message_text(m)
+        held = kind == "fetch_held"
+        at = dst if held else src
+        key = (at, kind, text)
+        pill = by_key.get(key)
+        if pill is None:
+            pill = {
+                "key": f"m{len(pills)}",
+                "kind": kind,
+                "cls": MESSAGE_CLASS.get(kind, "control"),
+                "at": at,
+                "text": text,
+                "to": [],
+                "labels": [],
+                "held": held,
+            }
+            by_key[key] = pill
+            pills.append(pill)
+        if not held and dst not in pill["to"]:
+            pill["to"].append(dst)
+        pill["labels"].append(str(m.get("label") or text))
+        if held and m.get("until_ms") is not None:
+            waits[pill["key"]] = f"{seconds(max(0, int(m['until_ms']) - t_ms))} left"
+    for pill in pills:
+        if pill["held"]:
+            pill["full"] = pill["text"]
+        else:
+            pill["full"] = pill["text"] + " → " + ", ".join(_node_name(n) for n in pill["to"])
+        pill["shown"] = short(pill["full"], MAX_PILL_CHARS)
+        pill["title"] = "; ".join(dict.fromkeys(pill["labels"]))
+    return pills, waits
+
+
+def timers_content(
+    view: dict[str, Any], leader: Any, isr: set[int]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The two timers that decide failover lessons, as (visible part, clock part):
+
+    - a follower in the ISR that has not been caught up for a while, against
+      replica.lag.time.max.ms (the leader drops it from the ISR when it runs out);
+    - a broker the controller has not heard from, against broker.session.timeout.ms (the
+      controller fences it when it runs out).
+    """
+    t_ms = int(view.get("t_ms", 0))
+    part = view.get("partition", {}) or {}
+    ctl = view.get("controller", {}) or {}
+    lag_max = part.get("replica_lag_time_max_ms")
+    fetch_wait = int(part.get("replica_fetch_wait_max_ms") or 500)
+    session = ctl.get("broker_session_timeout_ms")
+    interval = int(ctl.get("broker_heartbeat_interval_ms") or 2000)
+    visible: list[dict[str, Any]] = []
+    clock: dict[str, Any] = {}
+    for key in sorted(view.get("brokers", {}), key=int):
+        b = view["brokers"][key]
+        bid = int(key)
+        troubled = bool(
+            b.get("status", "running") != "running"
+            or not b.get("fetching", True)
+            or b.get("isolated_from")
+            or int(b.get("fetch_delay_ms") or 0) > 0
+        )
+        caught = b.get("caught_up_ms")
+        if lag_max and caught is not None and bid != leader and bid in isr:
+            elapsed = max(0, t_ms - int(caught))
+            if troubled or elapsed > 2 * fetch_wait:
+                k = f"lag{bid}"
+                visible.append(
+                    {
+                        "key": k,
+                        "broker": bid,
+                        "kind": "lag",
+                        "label": "ISR lag",
+                        "title": f"Time since B{bid} was last caught up with the leader; at "
+                        f"replica.lag.time.max.ms ({seconds(lag_max)}) the leader drops it from the ISR",
+                    }
+                )
+                clock[k] = {
+                    "text": f"{seconds(elapsed)} / {seconds(lag_max)}",
+                    "frac": round(min(1.0, elapsed / lag_max), 3),
+                    "sentence": f"B{bid} last caught up {seconds(elapsed)} ago; the leader drops it from "
+                    f"the ISR at {seconds(lag_max)} (replica.lag.time.max.ms)",
+                }
+        last = b.get("last_heartbeat_ms")
+        if session and last is not None and not b.get("fenced") and b.get("replica", True):
+            elapsed = max(0, t_ms - int(last))
+            silent = not b.get("alive", True) or is_isolated(b)
+            if silent or elapsed > 2 * interval:
+                k = f"session{bid}"
+                visible.append(
+                    {
+                        "key": k,
+                        "broker": bid,
+                        "kind": "session",
+                        "label": "session",
+                        "title": f"Time since the controller last heard B{bid}'s heartbeat; at "
+                        f"broker.session.timeout.ms ({seconds(session)}) it fences the broker",
+                    }
+                )
+                clock[k] = {
+                    "text": f"{seconds(elapsed)} / {seconds(session)}",
+                    "frac": round(min(1.0, elapsed / session), 3),
+                    "sentence": f"the controller last heard from B{bid} {seconds(elapsed)} ago; it fences "
+                    f"the broker at {seconds(session)} (broker.session.timeout.ms)",
+                }
+    return visible, clock
+
+
+# ----------------------------------------------------------------------------------------------
+# geometry
+
+
+@dataclass(frozen=True)
+class Geometry:
+    name: str
+    width: int
+    stacked: bool  # the phone: name and badges above the log, activity under it
+    log_left: int
+    log_width: int
+    gutter_left: int
+    act_left: int
+    cell_max: float
+    cell_min: float
+    min_cells: int
+    char_w: float  # the width of one character of pill or badge text, estimated
+    cell_h: int
+
+
+WIDE = Geometry("wide", 720, False, 138, 236, 380, 418, 30, 14, 8, 6.6, 30)
+NARROW = Geometry("narrow", 310, True, 50, 252, 0, 8, 34, 14, 6, 7.0, 32)
+LABEL_X = 8
+PILL_H = 15
+ITEM_H = 18
+TIMER_BAR_W = 48
+BADGE_H = 15
+
+
+@dataclass
+class Cell:
+    x: float
+    y: float
+    w: float
+    h: float
+    text: str
+    record: str
+    offset: int | None
+    epoch: int | None
+    epoch_class: str
+    state: str  # committed | uncommitted | lost | truncated
+    glyph: str
+    title: str
+
+    def __post_init__(self) -> None:
+        self.x, self.y, self.w = round(self.x, 1), round(self.y, 1), round(self.w, 1)
+        self.cx = round(self.x + self.w / 2, 1)  # text anchor
+        self.ty = round(self.y + min(14, self.h - 3), 1)  # record text baseline
+        self.ey = round(self.y + self.h - 4, 1)  # epoch text baseline
+        self.gx = round(self.x + self.w - 5, 1)  # glyph position (top right corner)
+        self.x2 = round(self.x + self.w, 1)
+        self.my = round(self.y + self.h / 2, 1)
+
+
+def _text_w(text: str, g: Geometry) -> float:
+    return round(len(text) * g.char_w + 10, 1)
+
+
+def _flow(items: list[dict[str, Any]], x0: float, y0: float, right: float, g: Geometry, h: float) -> float:
+    """Place badges left to right, wrapping at `right`; return the bottom y."""
+    x, y = x0, y0
+    for item in items:
+        w = _text_w(item["text"], g)
+        if x > x0 and x + w > right:
+            x, y = x0, y + h + 3
+        item.update(x=round(x, 1), y=round(y, 1), w=w, tx=round(x + 5, 1), ty=round(y + h - 3.5, 1))
+        x += w + 4
+    return y + h if items else y0
+
+
+def _place_items(items: list[dict[str, Any]], x: float, y: float, g: Geometry) -> float:
+    """Activity items (message pills and timers) one per line; return the bottom y."""
+    for item in items:
+        item_y = round(y, 1)
+        if item["type"] == "pill":
+            w = _text_w(item["shown"] + (" · 0.0 s left" if item["held"] else ""), g)
+            item.update(
+                x=round(x, 1), y=item_y, w=w, h=PILL_H, tx=round(x + 5, 1), ty=round(item_y + 11.5, 1)
+            )
+        else:
+            item.update(
+                x=round(x, 1),
+                y=item_y,
+                bar_x=round(x, 1),
+                bar_y=round(item_y + 4, 1),
+                bar_w=TIMER_BAR_W,
+                tx=round(x + TIMER_BAR_W + 6, 1),
+                ty=round(item_y + 12, 1),
+                h=PILL_H,
+            )
+        y += ITEM_H
+    return y
+
+
+def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
+    """SVG coordinates of the model's content in geometry `g`."""
+    W = g.width
+    pills = model["pills"]
+    items_at: dict[str, list[dict[str, Any]]] = {}
+    for p in pills:
+        items_at.setdefault(p["at"], []).append({"type": "pill", **p})
+    for t in model["timers"]:
+        items_at.setdefault(f"b{t['broker']}", []).append({"type": "timer", **t})
+
+    widest = max([g.min_cells] + [r["span"] for r in model["rows"] if not r["spare"]])
+    cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
+    narrow_cells = cell_w < 22
+    ports: dict[str, dict[str, float]] = {}
+
+    # the producer and controller boxes
+    y = 6.0
+    boxes = []
+    if g.stacked:
+        clock_y = y + 12
+        y += 18
+        specs = [("producer", 6, W - 12), ("controller", 6, W - 12)]
+    else:
+        clock_y = None
+        specs = [("producer", 6, g.gutter_left - 8), ("controller", g.act_left - 4, W - g.act_left - 2)]
+    tops = []
+    for node, bx, bw in specs:
+        box = model[node]
+        lines = [{"text": t} for t in box["lines"]]
+        by = y
+        ly = by + 17
+        for line in lines:
+            ly += 15
+            line["y"] = round(ly, 1)
+        items = [dict(i) for i in items_at.get(node, [])]
+        bottom = _place_items(items, bx + 8, ly + 6, g) if items else ly
+        if node == "producer" and not g.stacked:  # its pills sit by the gutter, where its arrows leave
+            for item in items:
+                item["x"] = round(bx + bw - 8 - item["w"], 1)
+                item["tx"] = round(item["x"] + 5, 1)
+        boxes.append(
+            {
+                "cls": node,
+                "title": box["title"],
+                "x": bx,
+                "y": by,
+                "w": bw,
+                "h": round(bottom + 8 - by, 1),
+                "text_x": bx + 10,
+                "title_y": by + 17,
+                "lines": lines,
+                "acts": items,
+            }
+        )
+        tops.append(boxes[-1])
+        if g.stacked:
+            y = by + boxes[-1]["h"] + 6
+    if not g.stacked:
+        top_h = max(b["h"] for b in boxes)
+        for b in boxes:
+            b["h"] = top_h
+        y += top_h + 6
+    for b in boxes:
+        ports[b["cls"]] = {"in_y": b["y"] + 10, "x_in": b["x"] + (b["w"] if b["cls"] == "producer" else 0)}
+
+    header_y = round(y + 12, 1)
+    offsets = [
+        {"x": round(g.log_left + i * cell_w + cell_w / 2, 1), "text": str(i)}
+        for i in range(int(widest))
+        if not narrow_cells or i % 2 == 0
+    ]
+    y = header_y + 6
+
+    rows = []
+    for r in model["rows"]:
+        row = {k: v for k, v in r.items() if k not in ("cells_model", "ghosts_model")}
+        node = f"b{r['id']}"
+        items = [dict(i) for i in items_at.get(node, [])]
+        top = y
+        if r["spare"]:
+            row["text_y"] = round(top + 14, 1)
+            row["band_y"] = round(top, 1)
+            if g.stacked:
+                bottom = _place_items(items, g.act_left, top + 22, g) if items else top + 20
+            else:
+                bottom = max(top + 20, _place_items(items, g.act_left, top + 3, g) if items else top)
+            row["band_h"] = round(bottom - top, 1)
+            row["acts"] = items
+            row["mid_y"] = round(top + 10, 1)
+            rows.append(row)
+            ports[node] = {"in_y": row["mid_y"]}
+            y = bottom + 4
+            continue
+        # the name, the role badges and the condition badges
+        row["name_y"] = round(top + 14, 1)
+        badges = [dict(b) for b in r["badges"]]
+        conditions = [dict(c) for c in r["conditions"]]
+        if g.stacked:
+            name_w = len(r["label"]) * 9 + (len(r["rack"]) * g.char_w + 8 if r["rack"] else 0) + 14
+            head_bottom = _flow(badges + conditions, LABEL_X + name_w, top + 3, W - 8, g, BADGE_H)
+            log_top = max(top + 20, head_bottom + 4)
+        else:
+            bottom_b = _flow(badges, LABEL_X, top + 20, g.log_left - 10, g, BADGE_H)
+            bottom_c = (
+                _flow(conditions, LABEL_X, bottom_b + 3, g.log_left - 10, g, BADGE_H)
+                if conditions
+                else bottom_b
+            )
+            head_bottom = bottom_c
+            if r.get("epochs"):
+                row["epochs_x"], row["epochs_y"] = LABEL_X, round(head_bottom + 12, 1)
+                head_bottom += 15
+            log_top = top
+        row["badges"], row["conditions"] = badges, conditions
+        cell_y = log_top + 14
+        cells = []
+        for c in r["cells_model"]:
+            cells.append(
+                Cell(
+                    x=g.log_left + c["offset"] * cell_w,
+                    y=cell_y,
+                    w=cell_w - 2,
+                    h=g.cell_h,
+                    text="" if narrow_cells else short(c["record"]),
+                    record=c["record"],
+                    offset=c["offset"],
+                    epoch=c["epoch"],
+                    epoch_class=c["epoch_class"],
+                    state=c["state"],
+                    glyph=c["glyph"],
+                    title=c["title"],
+                )
+            )
+        marker_y = cell_y + g.cell_h + 1  # the triangles' tips
+        lane_bottom = marker_y + 12
+        ghosts = []
+        if r["ghosts_model"]:
+            ghost_y = lane_bottom + 2
+            for c in r["ghosts_model"]:
+                ghosts.append(
+                    Cell(
+                        x=g.log_left + c["offset"] * cell_w,
+                        y=ghost_y,
+                        w=cell_w - 2,
+                        h=15,
+                        text="" if narrow_cells else short(c["record"]),
+                        record=c["record"],
+                        offset=c["offset"],
+                        epoch=c["epoch"],
+                        epoch_class="ghost",
+                        state=c["state"],
+                        glyph=c["glyph"],
+                        title=c["title"],
+                    )
+                )
+            lane_bottom = ghost_y + 15
+        row["cells"], row["ghosts"] = cells, ghosts
+        row["ghost_label_x"] = round(g.log_left - 10, 1) if ghosts else None
+        m = dict(r["markers"])
+        x_of = lambda off: round(g.log_left + off * cell_w - 1, 1)  # noqa: E731
+        m["hw_x"] = x_of(m["hw"]) if m["hw"] is not None else None
+        m["leo_x"] = x_of(m["leo"])
+        m["seen_x"] = x_of(m["seen"]) if m["seen"] is not None else None
+        m["tip_y"] = round(marker_y, 1)
+        label_w = len(m["text"]) * 5.9
+        right_of = max(m["leo_x"], m["seen_x"] if m["seen_x"] is not None else m["leo_x"]) + 8
+        left_of = min(m["leo_x"], m["seen_x"] if m["seen_x"] is not None else m["leo_x"]) - 8
+        if right_of + label_w <= g.log_left + g.log_width + (
+            W - g.log_left - g.log_width - 8 if g.stacked else 0
+        ):
+            m["text_x"], m["anchor"] = round(right_of, 1), "start"
+        else:
+            m["text_x"], m["anchor"] = round(max(g.log_left + label_w, left_of), 1), "end"
+        m["text_y"] = round(marker_y + 10, 1)
+        row["markers"] = m
+        row["cell_y"] = round(cell_y, 1)
+        row["cell_mid_y"] = round(cell_y + g.cell_h / 2 + 4, 1)
+        row["hw_label_y"] = round(cell_y - 3, 1)
+        row["marker_top"] = round(cell_y - 2, 1)
+        row["marker_bottom"] = round(cell_y + g.cell_h + 2, 1)
+        if g.stacked:
+            if r.get("epochs"):
+                row["epochs_x"], row["epochs_y"] = LABEL_X, round(lane_bottom + 13, 1)
+                lane_bottom += 16
+            bottom = _place_items(items, g.act_left, lane_bottom + 4, g) if items else lane_bottom
+        else:
+            bottom = max(
+                lane_bottom, head_bottom, _place_items(items, g.act_left, top + 4, g) if items else top
+            )
+        row["acts"] = items
+        row["band_y"] = round(top, 1)
+        row["band_h"] = round(bottom + 4 - top, 1)
+        row["mid_y"] = round(cell_y + g.cell_h / 2, 1)
+        ports[node] = {"in_y": row["mid_y"]}
+        rows.append(row)
+        y = bottom + 8
+
+    arrows = [] if g.stacked else _arrows(boxes, rows, ports, g)
+    return {
+        "geometry": g.name,
+        "width": W,
+        "height": round(y + 2),
+        "boxes": boxes,
+        "rows": rows,
+        "offsets": offsets,
+        "header_y": header_y,
+        "clock_x": W - 8,
+        "clock_y": round(clock_y if clock_y is not None else header_y, 1),
+        "arrows": arrows,
+        "narrow": narrow_cells,
+        "show_epoch": not narrow_cells,
+        "label_x": LABEL_X,
+        "log_left": g.log_left,
+    }
+
+
+def _arrows(
+    boxes: list[dict[str, Any]], rows: list[dict[str, Any]], ports: dict[str, dict[str, float]], g: Geometry
+) -> list[dict[str, Any]]:
+    """One path per (pill, destination) through the gutter between the log and the activity column."""
+    lanes = max(1, int((g.act_left - g.gutter_left - 8) / 4))
+    out = []
+    placed = [(b["cls"], i) for b in boxes for i in b["acts"]] + [
+        (f"b{r['id']}", i) for r in rows for i in r["acts"]
+    ]
+    k = 0
+    for at, item in placed:
+        if item["type"] != "pill" or not item.get("to"):
+            continue
+        y0 = item["y"] + PILL_H / 2
+        x0 = item["x"] + item["w"] if at == "producer" else item["x"]
+        for dst in item["to"]:
+            port = ports.get(dst)
+            if port is None:
+                continue
+            lane = round(g.gutter_left + 4 + (k % lanes) * 4, 1)
+            k += 1
+            if dst == "controller":
+                x1, y1, head = g.act_left - 5, port["in_y"] + (k % 3) * 5, "right"
+            elif dst == "producer":
+                x1, y1, head = g.gutter_left - 1, port["in_y"] + (k % 3) * 5, "left"
+            else:
+                x1, y1, head = g.gutter_left - 1, port["in_y"], "left"
+            y1 = round(y1, 1)
+            d = f"M{round(x0, 1)} {round(y0, 1)}H{lane}V{y1}H{x1}"
+            if head == "left":
+                tip = f"M{x1} {y1}l5 -3.5v7z"
+            else:
+                tip = f"M{x1 + 4} {y1}l-5 -3.5v7z"
+            out.append({"d": d, "tip": tip, "cls": item["cls"], "title": item["title"]})
+    return out
