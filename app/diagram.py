@@ -140,7 +140,7 @@ def condition_badges(broker: dict[str, Any], *, replica: bool) -> list[dict[str,
     if status == "running" and not broker.get("fetching", True) and replica:
         out.append(
             {
-                "text": "⏸ stopped",
+                "text": "‖ stopped",
                 "cls": "warn",
                 "title": "Its replica fetcher is stopped: it fetches nothing",
             }
