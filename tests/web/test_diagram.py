@@ -179,7 +179,7 @@ def test_badges_name_a_slow_a_stopped_an_isolated_a_fenced_and_a_crashed_broker(
     d = presenters.diagram(timeline_of(view), {})
     badges = {bid: [c["text"] for c in r["conditions"]] for bid, r in rows_of(d).items()}
     assert badges[1] == ["slow +300 ms"]
-    assert badges[2] == ["⊘ fenced", "⏸ stopped", "✂ isolated"]
+    assert badges[2] == ["⊘ fenced", "‖ stopped", "✂ isolated"]
     assert badges[3] == ["✖ crashed"]
 
 
