@@ -149,9 +149,9 @@ def condition_badges(broker: dict[str, Any], *, replica: bool) -> list[dict[str,
     if delay > 0 and status == "running":
         out.append(
             {
-                "text": f"slow +{delay} ms",
+                "text": f"slow link +{delay} ms",
                 "cls": "warn",
-                "title": f"Each of its fetches takes {delay} ms longer",
+                "title": f"Each fetch request it sends takes {delay} ms longer to reach the leader",
             }
         )
     if is_isolated(broker):
@@ -415,7 +415,11 @@ class Cell:
 
 
 def _text_w(text: str, g: Geometry) -> float:
-    return round(len(text) * g.char_w + 10, 1)
+    """An estimate of a pill's or badge's text width (there is no font metric on the server):
+    digits, capitals and symbols run wider than the average letter, narrow punctuation less."""
+    units = sum(1.2 if (c.isdigit() or c.isupper() or ord(c) > 127) else 0.55 if c in " .,:;'|" else 1.0
+                for c in text)
+    return round(units * g.char_w + 12, 1)
 
 
 def _flow(items: list[dict[str, Any]], x0: float, y0: float, right: float, g: Geometry, h: float) -> float:

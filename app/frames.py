@@ -19,7 +19,8 @@ Stops are built in two passes over the timeline's steps:
    something. Steps after the last visible change are folded into the last stop. Steps one actor
    takes at one simulated moment are one stop too (the leader advances its HW and completes the
    parked request): the diagram, which draws every message in flight, would otherwise make
-   nearly every engine step a stop of its own.
+   nearly every engine step a stop of its own. A fault the operator injects is never joined
+   with another step: a crash, a restart and a second crash at one moment are three stops.
 
 A final pass makes sure no two consecutive stops look the same (a repeat stop often ends where
 its first round ended); the plain stop before a repeat is then absorbed into it, otherwise the
@@ -260,8 +261,8 @@ def stops(
         if step >= n:
             return False
         this, after = steps[step - 1], steps[step]
-        if this.get("t_ms") != after.get("t_ms"):
-            return False
+        if this.get("t_ms") != after.get("t_ms") or "operator" in (this.get("actor"), after.get("actor")):
+            return False  # each fault the operator injects is a stop of its own
         return this.get("actor") == after.get("actor") or sig(step) is None
 
     key_steps = key_moment_steps(steps, key_moments)  # 1-based step -> titles

@@ -397,7 +397,7 @@ def _row_content(
     if is_leader or leader in (None, -1) or seen is None:
         seen_at, text = None, f"LEO {leo}"
     elif int(seen) < 0:
-        seen_at, text = None, f"LEO {leo} · B{leader} has no fetch yet"
+        seen_at, text = None, f"LEO {leo} · B{leader} has not heard from it yet"
     elif int(seen) == leo:
         seen_at, text = int(seen), f"LEO {leo} · B{leader} knows"
     else:

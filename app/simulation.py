@@ -286,8 +286,15 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
     try:
         for injected in actions:
             _check_brokers(scenario, injected)
+            steps_before = sim.count(scenario)[0]
             scenario, landed = fork(sim, scenario, injected, notes)
             injected_steps.append(landed)
+            if injected.verb == QUIET and sim.count(scenario)[0] == steps_before:
+                notes.append(
+                    f"Run until quiet (a={injected.encode()}) changed nothing: at step "
+                    f"{injected.after_step} nothing is in flight and no broker is waiting to be "
+                    "fenced. Inject a fault first, then run until quiet to watch it play out."
+                )
         if state.inject is not None:
             # A fault at the end of the timeline would otherwise be the last thing that happens:
             # no time passes after it. There it comes with "run until quiet", so it plays out.

@@ -178,7 +178,7 @@ def test_badges_name_a_slow_a_stopped_an_isolated_a_fenced_and_a_crashed_broker(
     view["brokers"]["2"].update(fetching=False, isolated_from=["controller"], fenced=True)
     d = presenters.diagram(timeline_of(view), {})
     badges = {bid: [c["text"] for c in r["conditions"]] for bid, r in rows_of(d).items()}
-    assert badges[1] == ["slow +300 ms"]
+    assert badges[1] == ["slow link +300 ms"]
     assert badges[2] == ["⊘ fenced", "‖ stopped", "✂ isolated"]
     assert badges[3] == ["✖ crashed"]
 
@@ -264,7 +264,7 @@ def test_04_beat_1_steps_5_to_8_each_draw_something_new(sim):
     tl = real(sim, "04", "followers-pull", 6)
     d = presenters.diagram(tl, tl.scenario)
     assert {p["full"] for p in d["pills"]} >= {"fetch @2 → B1"}
-    assert {c["text"] for c in rows_of(d)[3]["conditions"]} == {"slow +300 ms"}
+    assert {c["text"] for c in rows_of(d)[3]["conditions"]} == {"slow link +300 ms"}
 
 
 def test_d4_rack_aware_run_keeps_its_surviving_copies_unhatched(sim):
