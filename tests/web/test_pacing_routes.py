@@ -68,3 +68,11 @@ def test_a_fault_at_the_end_redirects_to_fault_and_quiet(client):
     response = client.get("/scenes/04?beat=followers-pull&step=13&inject=crash:1", follow_redirects=False)
     assert response.status_code == 303
     assert "a=crash:1@13" in response.headers["location"] and "a=quiet@14" in response.headers["location"]
+
+
+def test_run_until_quiet_that_changes_nothing_says_so(client):
+    quiet_at_end = client.get("/scenes/04?beat=followers-pull&a=quiet@13&step=13")
+    assert quiet_at_end.status_code == 200
+    assert "changed nothing" in quiet_at_end.text
+    after_a_crash = client.get("/scenes/04?beat=followers-pull&a=crash:1@13&a=quiet@14&step=14")
+    assert "changed nothing" not in after_a_crash.text
