@@ -60,7 +60,9 @@
   // focus goes to the first button left in that broker's row, so Tab does not restart at the top.
   var focusedId = null;
   var fallback = null;
+  // The caption's "Next beat" link is gone once the next beat starts: focus goes to Step.
   function fallbackFor(el) {
+    if (el && el.id === "caption-next") { return "#step-forward"; }
     var m = el && el.id && /^fault-.+-(\d+)$/.exec(el.id);
     return m ? "#faults a[id$='-" + m[1] + "']" : null;
   }
@@ -115,6 +117,69 @@
     if (!link || link.tagName !== "A" || document.querySelector(".htmx-request")) { return; }
     if (timer !== null) { setPlaying(false); }  // stepping by hand pauses playback, as a click does
     link.click();
+  });
+
+  // -- Space presses the Step and Back links ---------------------------------------------------
+  // They are links that act as buttons (role="button" in templates/_stepbar.html); a link ignores
+  // Space and the page scrolls instead. A held-down Space presses once.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== " " || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    var link = event.target instanceof Element ? event.target.closest("a[role='button'][href]") : null;
+    if (!link) { return; }
+    event.preventDefault();
+    if (event.repeat || document.querySelector(".htmx-request")) { return; }
+    if (timer !== null) { setPlaying(false); }
+    link.click();
+  });
+
+  // -- show the diagram react to a beat, a key moment, a fault, "Run until quiet" ----------------
+  // Those controls sit below the viewer (on a phone, far below). Controls marked data-reveal bring
+  // the viewer's top into view once their swap has settled, unless it is in view already. Step
+  // and Back are not marked: stepping never moves the page (tests/browser/test_layout.py).
+  var reveal = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    reveal = !!(elt && elt.closest && elt.closest("[data-reveal]"));
+  });
+  function revealViewer() {
+    var viewer = document.querySelector(".viewer");
+    if (!viewer) { return; }
+    var top = viewer.getBoundingClientRect().top;
+    if (top >= 0 && top <= window.innerHeight / 3) { return; }  // in view, with the drawing under it
+    viewer.scrollIntoView({ block: "start", behavior: "auto" });
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!reveal) { return; }
+    reveal = false;
+    // htmx settles each swapped panel in turn: wait until all of them are in
+    requestAnimationFrame(revealViewer);
+  });
+
+  // -- glossary tooltips stay on screen -----------------------------------------------------------
+  // A term's definition shows under it as a tooltip on hover or keyboard focus (static/app.css),
+  // starting at the term's left edge; a term near the right edge would push it off the screen, so
+  // shift it left by the overflow. (The opened popover is centred on the screen already.)
+  function placeTip(term) {
+    var tip = term && term.parentElement && term.parentElement.querySelector(".gl-tip");
+    if (!tip || tip.matches(":popover-open")) { return; }
+    tip.style.removeProperty("left");
+    var box = tip.getBoundingClientRect();
+    if (!box.width) { return; }
+    var edge = document.documentElement.clientWidth - 8;
+    if (box.right > edge) {
+      tip.style.left = Math.round(Math.min(box.right - edge, box.left - 8) * -1) + "px";
+    }
+  }
+  function termOf(event) {
+    var target = event.target instanceof Element ? event.target : null;
+    var gl = target && target.closest(".gl");
+    return gl ? gl.querySelector(".gl-term") : null;
+  }
+  ["focusin", "mouseover"].forEach(function (type) {
+    document.addEventListener(type, function (event) {
+      var term = termOf(event);
+      if (term) { requestAnimationFrame(function () { placeTip(term); }); }
+    });
   });
 
   // -- the staff engineer's answer: asked below the fold, it must come into view ----------------
