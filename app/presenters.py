@@ -418,6 +418,15 @@ def _row_content(
     return row
 
 
+def _producer_acks(scenario: dict[str, Any]) -> str:
+    """The acks the producer box names: the producer's setting, or the one every write names
+    for itself (D2's hand-built acks=2 client); "per write" when the writes differ."""
+    default = format_value(scenario.get("producer", {}).get("acks", "all"))
+    produces = [a for a in scenario.get("actions", []) if a.get("do") == "produce"]
+    used = {format_value(a["acks"]) if "acks" in a else default for a in produces} or {default}
+    return used.pop() if len(used) == 1 else "per write"
+
+
 def diagram(
     timeline: Timeline,
     scenario: dict[str, Any],
@@ -450,35 +459,40 @@ def diagram(
 
     producer = view.get("producer", {}) or {}
     in_flight = producer.get("in_flight", []) or []
+    acks = _producer_acks(scenario)
     producer_lines = []
     for req in in_flight[:TOP_MAX_INFLIGHT_LINES]:
         records = dg.short(" ".join(str(r) for r in req.get("records", [])), 8)
         target = req.get("target")
         where = f"→ B{target}" if target not in (None, -1) else "→ ?"
         state = dg.INFLIGHT_STATE_SHORT.get(req.get("state"), str(req.get("state", "")))
-        producer_lines.append(f"#{req.get('index', 0) + 1} [{records}] {where} {state}")
+        own = "" if format_value(req.get("acks")) == acks else f" acks={format_value(req.get('acks'))}"
+        producer_lines.append(f"#{req.get('index', 0) + 1} [{records}]{own} {where} {state}")
     if len(in_flight) > TOP_MAX_INFLIGHT_LINES:
         producer_lines.append(f"… and {len(in_flight) - TOP_MAX_INFLIGHT_LINES} more in flight")
     if not in_flight:
         producer_lines.append("no request in flight")
-    acks = format_value(scenario.get("producer", {}).get("acks", "all"))
 
+    kraft = (view.get("controller") or {}).get("kraft", True)
     controller_lines = [
         f"leader: {'B' + str(leader) if leader not in (None, -1) else 'none (offline)'}"
         f" · epoch {partition.get('leader_epoch', 0)}",
-        f"ISR {{{_join(sorted(isr), '')}}} · ELR {{{_join(sorted(elr), '')}}}",
+        # the ELR exists only with KRaft (KIP-966); a ZooKeeper-era controller has none to show
+        f"ISR {{{_join(sorted(isr), '')}}}" + (f" · ELR {{{_join(sorted(elr), '')}}}" if kraft else ""),
         f"min ISR {partition.get('min_insync_replicas', '?')}, effective "
         f"{partition.get('effective_min_isr', '?')}"
         + (" · below min" if partition.get("under_min_isr") else ""),
     ]
     if partition.get("recovery_state") not in (None, "RECOVERED"):
         controller_lines.append(f"recovery: {partition.get('recovery_state')}")
-    kraft = (view.get("controller") or {}).get("kraft", True)
 
     pills, waits = dg.messages_content(view)
     timers, timer_clock = dg.timers_content(view, leader, isr)
     model = {
-        "producer": {"title": f"Producer · acks={acks}", "lines": producer_lines},
+        "producer": {
+            "title": "Producer · acks set per write" if acks == "per write" else f"Producer · acks={acks}",
+            "lines": producer_lines,
+        },
         "controller": {
             "title": "Controller (KRaft)" if kraft else "Controller (ZooKeeper era)",
             "lines": controller_lines,

@@ -849,7 +849,13 @@ class Sim:
         idx, attempt_id, required, acks, offsets = entry
         b = self.batches[idx]
         if verdict == "":
-            if acks == -1:
+            if acks == -1 and self.cfg.quorum_acks is not None:
+                text = (
+                    f"B{br.id}'s HW {br.hw} passed offset {required - 1}: {self.cfg.quorum_acks} "
+                    f"replicas have {_fmt_records(b.records)} (the KIP-250 quorum, not every ISR "
+                    "member); the request succeeds"
+                )
+            elif acks == -1:
                 text = (
                     f"B{br.id}'s HW {br.hw} passed offset {required - 1}: every ISR member has "
                     f"{_fmt_records(b.records)}; the request succeeds"

@@ -95,7 +95,9 @@ def test_step_button_stays_put_across_steps(page: Page, live_server, size):
     ["#fault-crash-1", "#run-quiet", ".beat-nav li:nth-child(2) a", "#beat .focus a"],
     ids=["fault", "quiet", "beat", "key-moment"],
 )
-def test_actions_below_the_viewer_bring_the_diagram_into_view(page: Page, live_server, console_errors, size, control):
+def test_actions_below_the_viewer_bring_the_diagram_into_view(
+    page: Page, live_server, console_errors, size, control
+):
     page.set_viewport_size(size)
     page.set_default_timeout(TIMEOUT_MS)
     start = "&a=crash:1@3&step=4" if control == "#run-quiet" else "&step=3"  # quiet: after a fault
@@ -173,7 +175,8 @@ def test_phone_keeps_focused_controls_clear_of_the_bar(page: Page, live_server):
         page.keyboard.press("Tab")
         found = page.evaluate(
             "() => { const e = document.activeElement; if (e.closest('#stepbar')) return null;"
-            " const r = e.getBoundingClientRect(); return {id: e.id || e.textContent.trim().slice(0, 30), bottom: r.bottom}; }"
+            " const r = e.getBoundingClientRect();"
+            " return {id: e.id || e.textContent.trim().slice(0, 30), bottom: r.bottom}; }"
         )
         if found and found["bottom"] > box(page, "#stepbar")["top"]:
             covered.append(found)

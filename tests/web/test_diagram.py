@@ -282,3 +282,21 @@ def test_d4_rack_aware_run_keeps_its_surviving_copies_unhatched(sim):
     copies = [c for bid in (4, 7) for c in rows[bid]["cells"] if c.record == "a"]
     assert len(copies) == 2 and all(c.state != "lost" for c in copies)
     assert other.result["partitions"][0]["lost_acked_records"] == []
+
+
+def _box_text(d: dict) -> str:
+    return " ".join([b["title"] for b in d["boxes"]] + [ln["text"] for b in d["boxes"] for ln in b["lines"]])
+
+
+def test_the_producer_box_names_the_acks_the_writes_really_use(sim):
+    """D2's legacy client names acks=2 on each write; the box must not say the producer's acks=all."""
+    tl = real(sim, "d2", "acks-2-loses", 13)
+    text = _box_text(presenters.diagram(tl, tl.scenario))
+    assert "Producer · acks=2" in text and "acks=all" not in text
+
+
+def test_a_zookeeper_era_controller_shows_no_elr(sim):
+    old = real(sim, "d2", "acks-2-loses", 5)
+    assert "ELR" not in _box_text(presenters.diagram(old, old.scenario))
+    today = real(sim, "05", "standard-setup", 5)
+    assert "ELR" in _box_text(presenters.diagram(today, today.scenario))
