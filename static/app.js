@@ -63,6 +63,8 @@
   // The caption's "Next beat" link is gone once the next beat starts: focus goes to Step.
   function fallbackFor(el) {
     if (el && el.id === "caption-next") { return "#step-forward"; }
+    // at the last stop Step is no longer a link: go on to the caption's "Next beat", else Back
+    if (el && el.id === "step-forward") { return "#caption-next, #step-back"; }
     var m = el && el.id && /^fault-.+-(\d+)$/.exec(el.id);
     return m ? "#faults a[id$='-" + m[1] + "']" : null;
   }
@@ -78,7 +80,9 @@
     if (!focusedId) { return; }
     var active = document.activeElement;
     if (!active || active === document.body) {
-      var again = document.getElementById(focusedId) || (fallback && document.querySelector(fallback));
+      var again = document.getElementById(focusedId);
+      if (again && !again.matches("a[href], button:not([disabled]), input, select, [tabindex]")) { again = null; }
+      again = again || (fallback && document.querySelector(fallback));
       if (again) { again.focus({ preventScroll: true }); }
     }
   });

@@ -217,3 +217,21 @@ def test_last_stop_offers_the_next_beat(page: Page, live_server, console_errors)
     assert "beat=" in page.url and page.url != before
     assert page.evaluate("document.activeElement.id") == "step-forward"
     assert console_errors == []
+
+
+def test_at_the_last_stop_focus_moves_from_step_to_the_next_beat(page: Page, live_server, console_errors):
+    """Step stops being a link at the end of a beat; focus must not drop to <body>."""
+    page.set_viewport_size(DESKTOP)
+    page.goto(live_server + "/scenes/05?beat=rf1-cap")
+    ready(page)
+    page.focus("#step-forward")
+    for _ in range(20):
+        if not page.evaluate("(document.getElementById('step-forward') || {}).href"):
+            break
+        before = page.url
+        page.keyboard.press("Enter")
+        page.wait_for_function("u => location.href !== u", arg=before)
+        settle(page)
+    assert not page.evaluate("(document.getElementById('step-forward') || {}).href"), "never reached the end"
+    assert page.evaluate("document.activeElement.id") == "caption-next"
+    assert console_errors == []
