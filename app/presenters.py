@@ -261,13 +261,17 @@ def compare_panel(
     out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition)
     out["outcomes"] = produce_outcomes(other)
     out["same_as_main"] = run.same_as_main
-    out["position"] = f"Step {other.step} of {other.step_count} · t = {other.view.get('t_ms', 0)} ms" + (
-        " (its end)"
-        if other.step >= other.step_count
-        else " (the same moment as the run on the left)"
-        if timeline.step
-        else ""
-    )
+    main_t, other_t = int(timeline.view.get("t_ms", 0)), int(other.view.get("t_ms", 0))
+    if other.step >= other.step_count:
+        when = " (its end)"
+    elif not timeline.step:
+        when = ""
+    elif other_t < main_t:
+        # its last step before the main run's moment: say so, or the older clock looks stuck
+        when = f" (nothing has happened in this run since then; the run on the left is at t = {main_t} ms)"
+    else:
+        when = " (the same moment as the run on the left)"
+    out["position"] = f"Step {other.step} of {other.step_count} · t = {other_t} ms" + when
     return out
 
 
