@@ -518,6 +518,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             "writeback",
             "isolate",
             "heal",
+            "slow",
         ):
             if a.broker not in id_set:
                 bad(f"{path}.broker", f"broker {a.broker} is not in the cluster")

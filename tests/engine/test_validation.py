@@ -59,6 +59,8 @@ def _bad_cases() -> list[tuple[str, object, str]]:
         ("action-broker-not-in-cluster",
          _base() | {"actions": [{"do": "produce", "records": ["a"]}, {"do": "advance", "ms": 1},
                                 {"do": "crash", "broker": 7}]}, "actions[2].broker"),
+        ("slow-broker-not-in-cluster", _base() | {"actions": [{"do": "slow", "broker": 9, "ms": 5}]},
+         "actions[0].broker"),
         ("duplicate-records", _base() | {"actions": [produce("a", "b"), produce("b")]}, "actions[1]"),
         ("duplicate-records-in-one-batch", _base() | {"actions": [produce("a", "a")]}, "actions[0]"),
         ("idempotence-with-acks-1", scenario(acks=1, idempotence=True), "producer"),
