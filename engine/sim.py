@@ -1853,6 +1853,26 @@ class Sim:
     def crash(self, bid: int, lose_unflushed: bool, power: bool = False, lose_disk: bool = False) -> None:
         br = self.brokers[bid]
         if not br.alive:
+            if power and lose_unflushed and br.leo > br.flushed:
+                # The process is gone but the machine was up: its unflushed records were still in
+                # the OS page cache, and a power cut takes them (a clean shutdown flushed first).
+                lost = br.leo - br.flushed
+                self.unsafe_history = True
+                self.step(
+                    "broker_power_loss",
+                    "operator",
+                    f"B{bid} is already down, and now its machine loses power; {lost} unflushed "
+                    "record(s) in its page cache are gone",
+                    broker=bid,
+                )
+                self._truncate(
+                    br,
+                    br.flushed,
+                    "power_loss",
+                    kind="broker_power_loss",
+                    text=f"B{bid}'s log now ends at its flushed offset {br.flushed}",
+                )
+                return
             self._ignored(bid, f"B{bid} is not running, so there is nothing to crash")
             return
         br.status = "crashed"

@@ -993,3 +993,20 @@ def test_s03_parked_request_ends_not_leader_when_the_live_leader_loses_leadershi
     assert part(r)["leader"] == 2 and part(r)["leader_epoch"] == 1
     assert log_rows(r, 1) == [(0, 0, "a"), (1, 0, "x")], "a stopped broker keeps its flushed log"
     assert broker(r, 1)["flushed"] == 2, "§7: a clean shutdown flushes everything"
+
+
+@pytest.mark.parametrize("version", CURRENT)
+def test_s13_a_power_cut_after_a_process_crash_takes_that_brokers_page_cache_too(version):
+    """S13 with one broker crashed first: its process was down but its machine was up, so its
+    unflushed records sat in the page cache until the whole-cluster power cut took them (§1, §7)."""
+    sc = scenario(
+        produce("a", "b", "c"), settle(),
+        crash(2), power_loss(1, 2, 3), advance(FENCE_MS),
+        restart(1), restart(2), restart(3), advance(REJOIN_MS), settle(), advance(1_000),
+        kafka_version=version, min_isr=2, unclean=False, acks="all", elr=no_elr(version),
+    )
+    r = run(sc)
+    assert sorted(truncated(r, 2, "power_loss")) == ["a", "b", "c"], "B2's page cache survived the power cut"
+    for b in (1, 2, 3):
+        assert records(r, b) == []
+    assert r["lost_acked_records"] == ["a", "b", "c"]
