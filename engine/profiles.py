@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+# Integer.MAX_VALUE: the retries default from 2.1, and what an idempotent client picks when unset
+RETRIES_MAX = 2_147_483_647
+
 
 @dataclass(frozen=True)
 class Profile:
@@ -122,7 +125,7 @@ _V3_6 = replace(
     "controller ignores unclean.leader.election.enable (only an admin unclean election works).",
     acks_default="all",  # 3.0 (KIP-679)
     idempotence_default=True,  # 3.0 (KIP-679)
-    retries_default=2_147_483_647,  # 2.1
+    retries_default=RETRIES_MAX,  # 2.1
     lag_time_default_ms=30_000,  # 2.5
     kip279=True,  # 2.0
     alter_partition=True,  # 2.7 (KIP-497)

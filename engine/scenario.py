@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .profiles import PROFILES, Profile
+from .profiles import PROFILES, RETRIES_MAX, Profile
 
 # Caps for untrusted input. Trusted callers (benchmarks, the offline pipeline) may pass their own.
 MAX_ACTIONS = 500
@@ -117,7 +117,7 @@ AcksValue = Literal["all", "-1", "0", "1", "min.insync.replicas"] | Literal[-1, 
 class ProducerSpec(_Strict):
     acks: AcksValue | None = None
     enable_idempotence: bool | None = Field(None, alias="enable.idempotence")
-    retries: Annotated[int, Field(ge=0, le=2_147_483_647)] | None = None
+    retries: Annotated[int, Field(ge=0, le=RETRIES_MAX)] | None = None
     request_timeout_ms: Ms | None = Field(None, alias="request.timeout.ms")
     delivery_timeout_ms: Ms | None = Field(None, alias="delivery.timeout.ms")
     retry_backoff_ms: Annotated[int, Field(ge=1, le=60_000)] | None = Field(None, alias="retry.backoff.ms")
@@ -435,7 +435,10 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         )
 
     p = sc.producer
-    acks_raw = p.acks if p.acks is not None else prof.acks_default
+    # With enable.idempotence=true and acks or retries left unset, the client picks acks=all and
+    # retries=Integer.MAX_VALUE itself (KafkaProducer.configureAcks / configureRetries, 0.11-2.x);
+    # from 2.1 and 3.0 those are the defaults anyway.
+    acks_raw = p.acks if p.acks is not None else ("all" if p.enable_idempotence else prof.acks_default)
     acks = _acks_number(acks_raw)
     if p.enable_idempotence and not prof.idempotence_available:
         bad(
@@ -447,7 +450,9 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             "producer.enable.idempotence",
             "Must set acks to all in order to use the idempotent producer (Kafka's ConfigException)",
         )
-    retries = p.retries if p.retries is not None else prof.retries_default
+    retries = p.retries if p.retries is not None else (
+        RETRIES_MAX if p.enable_idempotence else prof.retries_default
+    )
     if p.enable_idempotence and retries == 0:
         bad("producer.retries", "the idempotent producer needs retries > 0")
     if p.enable_idempotence is None:

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from scenario_builders import advance, produce, scenario
 
+import engine
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CLI_TIMEOUT_S = 60
 
@@ -166,3 +168,18 @@ def test_valid_scenario_still_runs():
 
     r = engine.simulate(_base())
     assert r["produce"][0]["outcome"] == "acked"
+
+
+def test_an_idempotent_1_1_client_with_acks_and_retries_unset_picks_all_and_max_retries():
+    """KafkaProducer.configureAcks / configureRetries (0.11-2.x): enable.idempotence=true with acks
+    and retries unset is accepted, with acks=all and retries=Integer.MAX_VALUE, not rejected."""
+    sc = _base() | {
+        "kafka_version": "1.1",
+        "producer": {"enable.idempotence": True},
+        "actions": [produce("a"), {"do": "settle"}],
+    }
+    result = engine.simulate(sc)
+    assert result["produce"][0]["acks"] == "all" and result["acked_records"] == ["a"]
+    # acks set explicitly to something else: still Kafka's ConfigException
+    with pytest.raises(engine.ScenarioError):
+        engine.simulate(sc | {"producer": {"enable.idempotence": True, "acks": "1"}})
