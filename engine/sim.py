@@ -589,7 +589,12 @@ class Sim:
             )
         if b.acks != 0:
             timeout = self.cfg.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
-            self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
+            if self.now + timeout > b.deadline:
+                # Sender.getExpiredInflightBatches: a batch in flight at its delivery deadline is
+                # failed then, whatever answer comes later
+                self.at(b.deadline, self._producer_expire, idx, b.attempt_id)
+            else:
+                self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
 
     def _can_connect(self, bid: int) -> bool:
         return self.brokers[bid].alive
@@ -628,6 +633,13 @@ class Sim:
                 produce=b.index,
             )
         self.at(self.now + backoff, self._producer_send, b.index)
+
+    def _producer_expire(self, idx: int, attempt_id: int) -> None:
+        b = self.batches[idx]
+        if b.attempt_id != attempt_id or b.state != "awaiting_response" or b.outcome is not None:
+            return
+        why = "delivery.timeout.ms passed while the request was in flight"
+        self._producer_fail(b, "REQUEST_TIMED_OUT", why)
 
     def _producer_fail(self, b: Batch, error: str, why: str) -> None:
         self.pending_batches -= 1

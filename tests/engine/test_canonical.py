@@ -1010,3 +1010,23 @@ def test_s13_a_power_cut_after_a_process_crash_takes_that_brokers_page_cache_too
     for b in (1, 2, 3):
         assert records(r, b) == []
     assert r["lost_acked_records"] == ["a", "b", "c"]
+
+
+def test_delivery_timeout_fails_a_batch_that_is_still_in_flight():
+    """§2.6: the client fails a batch at its delivery deadline even while a request for it is in
+    flight (Sender.getExpiredInflightBatches); a late answer no longer acknowledges it. The retry
+    sent at 31.1 s would otherwise have been acknowledged after the ISR shrink, past 35 s."""
+    sc = {
+        "version": 1,
+        "producer": {"acks": "all", "delivery.timeout.ms": 35_000, "request.timeout.ms": 30_000},
+        "timing": {"replica.lag.time.max.ms": 30_000},
+        "actions": [
+            {"do": "stop_fetching", "broker": 3},
+            {"do": "advance", "ms": 1_000},
+            {"do": "produce", "records": ["a"]},
+            {"do": "advance", "ms": 60_000},
+        ],
+    }
+    (batch,) = run(sc)["produce"]
+    assert batch["outcome"] == "failed" and batch["attempts"] == 2
+    assert batch["done_ms"] - batch["sent_ms"] == 35_000
