@@ -286,6 +286,29 @@ def messages_content(view: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[s
     return pills, waits
 
 
+def _add_timer(
+    visible: list[dict[str, Any]],
+    clock: dict[str, Any],
+    bid: int,
+    kind: str,
+    label: str,
+    elapsed: int,
+    limit: int,
+    *,
+    title: str,
+    sentence: str,
+) -> None:
+    """One countdown bar: what it is (visible content) and how far it has run (clock, which only
+    ticks with time and so is left out of the visible signature)."""
+    key = f"{kind}{bid}"
+    visible.append({"key": key, "broker": bid, "kind": kind, "label": label, "title": title})
+    clock[key] = {
+        "text": f"{seconds(elapsed)} / {seconds(limit)}",
+        "frac": round(min(1.0, elapsed / limit), 3),
+        "sentence": sentence,
+    }
+
+
 def timers_content(
     view: dict[str, Any], leader: Any, isr: set[int]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -318,45 +341,25 @@ def timers_content(
         if lag_max and caught is not None and bid != leader and bid in isr:
             elapsed = max(0, t_ms - int(caught))
             if troubled or elapsed > 2 * fetch_wait:
-                k = f"lag{bid}"
-                visible.append(
-                    {
-                        "key": k,
-                        "broker": bid,
-                        "kind": "lag",
-                        "label": "ISR lag",
-                        "title": f"Time since B{bid} was last caught up with the leader; at "
-                        f"replica.lag.time.max.ms ({seconds(lag_max)}) the leader drops it from the ISR",
-                    }
-                )
-                clock[k] = {
-                    "text": f"{seconds(elapsed)} / {seconds(lag_max)}",
-                    "frac": round(min(1.0, elapsed / lag_max), 3),
-                    "sentence": f"B{bid} last caught up {seconds(elapsed)} ago; the leader drops it from "
+                _add_timer(
+                    visible, clock, bid, "lag", "ISR lag", elapsed, lag_max,
+                    title=f"Time since B{bid} was last caught up with the leader; at "
+                    f"replica.lag.time.max.ms ({seconds(lag_max)}) the leader drops it from the ISR",
+                    sentence=f"B{bid} last caught up {seconds(elapsed)} ago; the leader drops it from "
                     f"the ISR at {seconds(lag_max)} (replica.lag.time.max.ms)",
-                }
+                )
         last = b.get("last_heartbeat_ms")
         if session and last is not None and not b.get("fenced") and b.get("replica", True):
             elapsed = max(0, t_ms - int(last))
             silent = not b.get("alive", True) or is_isolated(b)
             if silent or elapsed > 2 * interval:
-                k = f"session{bid}"
-                visible.append(
-                    {
-                        "key": k,
-                        "broker": bid,
-                        "kind": "session",
-                        "label": "session",
-                        "title": f"Time since the controller last heard B{bid}'s heartbeat; at "
-                        f"broker.session.timeout.ms ({seconds(session)}) it fences the broker",
-                    }
-                )
-                clock[k] = {
-                    "text": f"{seconds(elapsed)} / {seconds(session)}",
-                    "frac": round(min(1.0, elapsed / session), 3),
-                    "sentence": f"the controller last heard from B{bid} {seconds(elapsed)} ago; it fences "
+                _add_timer(
+                    visible, clock, bid, "session", "session", elapsed, session,
+                    title=f"Time since the controller last heard B{bid}'s heartbeat; at "
+                    f"broker.session.timeout.ms ({seconds(session)}) it fences the broker",
+                    sentence=f"the controller last heard from B{bid} {seconds(elapsed)} ago; it fences "
                     f"the broker at {seconds(session)} (broker.session.timeout.ms)",
-                }
+                )
     return visible, clock
 
 
