@@ -5,39 +5,17 @@ put under the pointer, and the keyboard works on the Step bar, the beat buttons 
 import pytest
 from playwright.sync_api import Page, expect
 
-import scenes
-
-TIMEOUT_MS = 10_000
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 360, "height": 740}
-STEP_BEAT = "/scenes/05?beat=min-isr-refuses"
-COMPARE_BEATS = [
-    f"/scenes/{s.id}?beat={beat.id}"
-    for s in scenes.list_scenes()
-    if s.built
-    for beat in scenes.load_scene(s.id).beats
-    if beat.compare is not None
-]
-BOX_JS = """sel => { const e = document.querySelector(sel); if (!e) return null;
-  const r = e.getBoundingClientRect();
-  return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; }"""
-
-
-def ready(page: Page) -> None:
-    page.wait_for_function("window.htmx !== undefined && document.documentElement.classList.contains('js')")
-
-
-def box(page: Page, selector: str) -> dict:
-    found = page.evaluate(BOX_JS, selector)
-    assert found is not None, f"{selector} is not on the page"
-    return found
-
-
-def step_and_wait(page: Page, how: str) -> None:
-    before = page.evaluate("(document.getElementById('step-forward') || {}).href || null")
-    assert before, "the Step link is missing or disabled"
-    page.click("#step-forward")
-    page.wait_for_function("old => (document.getElementById('step-forward') || {}).href !== old", arg=before)
+# the page geometry helpers and constants are the layout tests' own
+from tests.browser.test_layout import (
+    COMPARE_BEATS,
+    DESKTOP,
+    PHONE,
+    STEP_BEAT,
+    TIMEOUT_MS,
+    box,
+    ready,
+    step_and_wait,
+)
 
 
 def settle(page: Page) -> None:
