@@ -16,6 +16,7 @@ forbids framing.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import json
 import logging
@@ -41,6 +42,7 @@ from app.qa_panel import qa_panel
 from app.settings import Settings
 from app.simulation import Simulator, build_compare, build_timeline
 from app.state import BadStateURL, SceneState, parse_state
+from app.workers import EngineDispatch, EnginePool
 
 log = logging.getLogger("app")
 
@@ -220,8 +222,23 @@ def _wants_json(request: Request) -> bool:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    app = FastAPI(title="Build Kafka", docs_url=None, redoc_url=None, openapi_url=None)
+    # With engine workers, scene pages and the API run in worker processes (app/workers.py);
+    # they start with the first such request or at the server's start-up, and stop with it.
+    pool = EnginePool(settings) if settings.engine_workers > 0 else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        if pool is not None:
+            await pool.start()
+        try:
+            yield
+        finally:
+            if pool is not None:
+                await pool.stop()
+
+    app = FastAPI(title="Build Kafka", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.settings = settings
+    app.state.engine_pool = pool
     sim = Simulator(settings.simulate_cache_entries)
     app.state.simulator = sim
     templates = Jinja2Templates(directory=str(settings.templates_dir))
@@ -477,8 +494,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         context = {"page_title": "Glossary", "glossary": glossary_mod.glossary_page()}
         return render(request, "glossary.html", context)
 
+    # On the event loop itself, never in a thread or a worker: it answers while every engine
+    # worker is busy.
     @app.get("/healthz")
-    def healthz():
+    async def healthz():
         return {"ok": True}
 
     @app.post("/api/v1/simulate")
@@ -590,6 +609,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "still good; please report it so we can replay it.",
         )
 
+    async def unavailable(scope: dict[str, Any], reason: str, retry_after_s: int) -> Response:
+        response = error_page(Request(scope), 503, "Try again shortly", reason)
+        response.headers["Retry-After"] = str(retry_after_s)
+        return response
+
+    budget_exceeded = getattr(engine, "BudgetExceeded", None)
+    if budget_exceeded is not None:  # issue 9: the engine's per-run budget
+
+        @app.exception_handler(budget_exceeded)
+        async def over_budget(request: Request, exc: Any):
+            if getattr(exc, "kind", "") in ("deadline", "cancelled"):
+                return await unavailable(request.scope, str(exc), max(1, round(settings.run_deadline_s)))
+            return error_page(request, 400 if not _wants_json(request) else 422, "Too much work", str(exc))
+
+    if pool is not None:  # innermost: a worker's answer and the 503 pass through every layer below
+        app.add_middleware(EngineDispatch, pool=pool, unavailable=unavailable)
     app.add_middleware(CatchAll, handler=unexpected)
     app.add_middleware(GZip, minimum_size=settings.gzip_min_bytes)
     app.add_middleware(FrameHeaders, extra=settings.extra_headers)
