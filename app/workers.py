@@ -81,6 +81,7 @@ SCOPE_KEYS = (
 )  # fmt: skip
 STARTUP_TIMEOUT_S = 60.0
 CANCEL_POLL_INTERVAL_S = 0.005
+WORKER_NICE = 10
 
 
 # -- framing ----------------------------------------------------------------------------------
@@ -554,6 +555,10 @@ def serve(fd: int) -> None:
 def main() -> None:
     # The parent stops a worker with SIGKILL; SIGINT (Ctrl-C in a terminal) is the parent's to handle.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Below the server's priority: when simulations use every core, the scheduler still runs the
+    # event loop at once, so /healthz and static files do not queue behind engine work.
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICE)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     serve(int(sys.argv[1]))
 
