@@ -82,7 +82,9 @@ class ServeConfig:
         except AttributeError:
             cpus = os.cpu_count() or 1
         web = _env_number(env, "BUILD_KAFKA_WEB_WORKERS", min(2, cpus)) or 1
-        engine_default = max(1, default_engine_workers() // web)
+        # at least two per server process: a request skips a worker stuck on a heavy run (see
+        # app/workers.py), which needs another worker to go to
+        engine_default = max(2, default_engine_workers() // web)
         keepalive_default = cls.keepalive_timeout_s
         access_log = env.get("BUILD_KAFKA_ACCESS_LOG", "1").strip().lower()
         return cls(

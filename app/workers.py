@@ -194,6 +194,7 @@ class Worker:
         self.ready: asyncio.Future | None = None
         self.reader_task: asyncio.Task | None = None
         self.generation = 0
+        self.dead = True  # no process, or its socket closed (it crashed, or was killed)
 
     async def start(self) -> None:
         parent_end, child_end = socket.socketpair()
@@ -212,6 +213,7 @@ class Worker:
             child_end.close()
         reader, self.writer = await asyncio.open_connection(sock=parent_end)
         self.generation += 1
+        self.dead = False
         self.ready = asyncio.get_running_loop().create_future()
         self.writer.write(encode(self.settings))
         self.reader_task = asyncio.create_task(self._read(reader, self.ready))
@@ -232,6 +234,7 @@ class Worker:
         except (asyncio.IncompleteReadError, ConnectionError, EOFError, pickle.UnpicklingError):
             pass
         finally:  # the worker is gone: every job waiting on it is lost
+            self.dead = True
             for future in self.replies.values():
                 if not future.done():
                     future.set_result(Outcome("lost"))
@@ -261,13 +264,16 @@ class Worker:
     async def run(self, job: Job) -> Outcome:
         """Run one job (the caller holds `self.lock`). Kills and restarts the worker when it
         overruns the deadline plus the grace."""
+        if self.dead:  # it died since its last job (e.g. killed for memory): start a new one
+            log.warning("engine worker %d (pid %s) is gone; starting a new one", self.index, self.pid)
+            await self.restart()
         assert self.ready is not None
         kill_at = job.deadline + self.settings.engine_kill_grace_s
         try:
             ok = await asyncio.wait_for(asyncio.shield(self.ready), max(0.0, kill_at - time.monotonic()))
-        except TimeoutError:
-            ok = False
-        if not ok:  # still starting, or died at start: try a fresh one for the next job
+        except TimeoutError:  # still starting (a loaded machine): leave it to finish starting
+            return Outcome("overrun")
+        if not ok:  # it died while starting: try a fresh one
             await self.restart()
             return Outcome("lost")
         if job.abandoned:

@@ -88,6 +88,19 @@ def test_a_worker_that_overruns_the_deadline_is_replaced_and_the_request_gets_50
     asyncio.run(run())
 
 
+def test_a_worker_that_died_between_requests_is_replaced_by_the_next_request():
+    async def run():
+        async with pooled(engine_workers=1) as (_app, pool, client):
+            dead = pool.pids()[0]
+            os.kill(dead, signal.SIGKILL)  # e.g. the kernel's OOM killer
+            await eventually(lambda: pool.workers[0].dead, "the parent noticed")
+            response = await client.get("/scenes/05?step=1")
+            assert response.status_code == 200
+            assert pool.pids()[0] not in (None, dead) and pool.stats["restarts"] == 1
+
+    asyncio.run(run())
+
+
 def test_healthz_answers_while_every_worker_is_busy():
     async def run():
         async with pooled(engine_workers=2, run_deadline_s=60) as (_app, pool, client):
