@@ -18,6 +18,7 @@ client. `GuardedH11Protocol` / `GuardedHttpToolsProtocol` add:
 - a head timeout: a connection whose request head (request line and headers) has not fully
   arrived `BUILD_KAFKA_HEADER_TIMEOUT_S` after it opened, or after its previous response, is
   closed, however slowly it trickles bytes (uvicorn's keep-alive timer restarts on every byte);
+  likewise a request body not complete `BUILD_KAFKA_BODY_TIMEOUT_S` after its head;
 - a connection cap per server process (`BUILD_KAFKA_MAX_CONNECTIONS`): at the cap, a new
   connection first evicts the oldest connection that is still waiting for its request head
   (idle sockets cannot lock out real clients); when every connection is busy with a request,
@@ -69,6 +70,7 @@ class ServeConfig:
     web_workers: int = 2
     engine_workers: int = 2  # per web worker
     header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
     keepalive_timeout_s: float = 5.0
     max_connections: int = 1000  # per web worker
     log_level: str = "info"
@@ -93,6 +95,7 @@ class ServeConfig:
             web_workers=web,
             engine_workers=_env_number(env, "BUILD_KAFKA_ENGINE_WORKERS", engine_default),
             header_timeout_s=_env_number(env, "BUILD_KAFKA_HEADER_TIMEOUT_S", cls.header_timeout_s, float),
+            body_timeout_s=_env_number(env, "BUILD_KAFKA_BODY_TIMEOUT_S", cls.body_timeout_s, float),
             keepalive_timeout_s=_env_number(env, "BUILD_KAFKA_KEEPALIVE_TIMEOUT_S", keepalive_default, float),
             max_connections=_env_number(env, "BUILD_KAFKA_MAX_CONNECTIONS", cls.max_connections) or 1,
             log_level=env.get("BUILD_KAFKA_LOG_LEVEL", "").strip().lower() or cls.log_level,
@@ -136,6 +139,7 @@ class _Guard:
     def __init__(self) -> None:
         config = ServeConfig.from_env()
         self.header_timeout_s = config.header_timeout_s
+        self.body_timeout_s = config.body_timeout_s
         self.max_connections = max(1, min(config.max_connections, raise_open_file_limit() - FD_RESERVE))
         self.waiting: collections.OrderedDict[Any, None] = collections.OrderedDict()
         self.log = _RateLimitedLog()
@@ -158,6 +162,7 @@ class _GuardMixin:
     `self.cycle` (both protocol implementations do), so `cycle` is a property here."""
 
     _head_timer: asyncio.TimerHandle | None = None
+    _body_timer: asyncio.TimerHandle | None = None
     _refused = False
 
     @property
@@ -194,7 +199,8 @@ class _GuardMixin:
     def connection_lost(self, exc) -> None:
         if self._refused:
             return
-        self._head_arrived()
+        self._cancel_timers()
+        guard().waiting.pop(self, None)
         super().connection_lost(exc)
 
     def on_response_complete(self) -> None:
@@ -203,20 +209,34 @@ class _GuardMixin:
 
     def _await_head(self) -> None:
         g = guard()
-        self._cancel_head_timer()
+        self._cancel_timers()
         if self.transport.is_closing():
             return
         g.waiting[self] = None
         self._head_timer = self.loop.call_later(g.header_timeout_s, self._head_timed_out)
 
     def _head_arrived(self) -> None:
-        self._cancel_head_timer()
-        guard().waiting.pop(self, None)
+        self._cancel_timers()
+        g = guard()
+        g.waiting.pop(self, None)
+        if self.cycle is not None and getattr(self.cycle, "more_body", False):
+            self._body_timer = self.loop.call_later(g.body_timeout_s, self._body_timed_out, self.cycle)
 
-    def _cancel_head_timer(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+    def _body_timed_out(self, cycle) -> None:
+        """A request body still incomplete this long after its head: a client trickling a body
+        holds a connection (and a place under the cap) as long as one trickling a head."""
+        self._body_timer = None
+        if self.cycle is cycle and cycle.more_body and not self.transport.is_closing():
+            g = guard()
+            g.log.note("body", "closed a connection whose request body took over %g s", g.body_timeout_s)
+            self._close("body timeout")
+
+    def _cancel_timers(self) -> None:
+        for name in ("_head_timer", "_body_timer"):
+            timer = getattr(self, name)
+            if timer is not None:
+                timer.cancel()
+                setattr(self, name, None)
 
     def _head_timed_out(self) -> None:
         g = guard()
@@ -229,7 +249,7 @@ class _GuardMixin:
             self._close("timeout")
 
     def _close(self, _why: str) -> None:
-        self._cancel_head_timer()
+        self._cancel_timers()
         if not self.transport.is_closing():
             self.transport.close()
 

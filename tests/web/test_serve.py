@@ -34,6 +34,7 @@ def server(tmp_path_factory):
         "BUILD_KAFKA_WEB_WORKERS": "2",
         "BUILD_KAFKA_ENGINE_WORKERS": "1",
         "BUILD_KAFKA_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
+        "BUILD_KAFKA_BODY_TIMEOUT_S": str(HEADER_TIMEOUT_S),
         "BUILD_KAFKA_MAX_CONNECTIONS": str(CAP_PER_PROCESS),
         "BUILD_KAFKA_ACCESS_LOG": "0",
         "PYTHONPATH": str(REPO_ROOT),
@@ -137,6 +138,25 @@ def test_a_client_trickling_its_request_head_is_closed_after_the_head_timeout(se
         else:
             pytest.fail("the server kept reading a request head for 40 s")
     assert eventually_fetch(f"http://127.0.0.1:{port}/healthz")[0] == 200
+
+
+def test_a_client_trickling_its_request_body_is_closed_too(server):
+    _base, port, _log = server
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(
+            b"POST /api/v1/simulate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000\r\n\r\n"
+        )
+        deadline = time.monotonic() + EVENTUALLY_S
+        while True:
+            try:
+                sock.sendall(b" ")
+            except OSError:
+                break
+            if is_closed(sock):
+                break
+            assert time.monotonic() < deadline, "the server kept reading a trickled body"
+            time.sleep(0.1)
 
 
 def test_a_keep_alive_connection_serves_several_requests(server):
