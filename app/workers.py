@@ -125,12 +125,14 @@ def routed(scope: dict[str, Any]) -> bool:
     return any(method == m and path.startswith(prefix) for m, prefix in WORKER_ROUTES)
 
 
-def affinity_key(scope: dict[str, Any], body: bytes = b"") -> bytes:
+def affinity_key(scope: dict[str, Any], body: bytes = b"", max_query_chars: int = 4096) -> bytes:
     """The scenario part of a request: the path and the sorted query pairs minus the view-only
     ones (for the API, the body). Same key, same worker."""
     from urllib.parse import parse_qsl
 
     query = scope.get("query_string", b"").decode("latin-1")
+    if len(query) > max_query_chars:  # the app answers 400 without reading it; don't parse it here
+        query = ""
     pairs = sorted((k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k not in VIEW_PARAMS)
     key = repr((scope.get("path", ""), pairs)).encode()
     return key + hashlib.sha256(body).digest() if body else key
@@ -388,7 +390,7 @@ class EngineDispatch:
             return  # the client left while sending its body
         deadline = started + self.pool.settings.run_deadline_s
         job = Job(next(self.pool.ids), picklable_scope(scope), body, deadline)
-        key = affinity_key(scope, body)
+        key = affinity_key(scope, body, self.pool.settings.max_query_chars)
 
         async def submit() -> Outcome:
             return await self.pool.submit(job, key)
