@@ -233,8 +233,10 @@ class Worker:
                     future = self.replies.pop(job_id, None)
                     if future is not None and not future.done():
                         future.set_result(Outcome(kind, messages))
-        except (asyncio.IncompleteReadError, ConnectionError, EOFError, pickle.UnpicklingError):
-            pass
+        except (asyncio.IncompleteReadError, ConnectionError, EOFError):
+            pass  # the worker exited or was killed
+        except Exception:  # a garbled frame: treat the worker as gone (the next job restarts it)
+            log.exception("engine worker %d sent something unreadable", self.index)
         finally:  # the worker is gone: every job waiting on it is lost
             self.dead = True
             for future in self.replies.values():
@@ -545,6 +547,8 @@ def serve(fd: int) -> None:
         cancellation.start(job_id)
         started = time.monotonic()
         if cancellation():  # cancelled while it waited in the socket
+            if cancellation.parent_gone:
+                return
             sock.sendall(encode(("done", job_id, "cancelled", [])))
             continue
         left = deadline_s - (time.monotonic() - started)
@@ -557,7 +561,10 @@ def serve(fd: int) -> None:
         kind = "cancelled" if cancellation.hit else "ok"
         if kind == "ok" and not messages:
             kind = "lost"
-        sock.sendall(encode(("done", job_id, kind, messages)))
+        try:
+            sock.sendall(encode(("done", job_id, kind, messages)))
+        except OSError:  # the parent is gone
+            return
 
 
 def main() -> None:
