@@ -418,9 +418,10 @@ class EngineDispatch:
         reasons = {
             "busy": "Every simulation worker is busy with a queue of requests. Please try again "
             "in a moment.",
-            "overrun": f"This state took longer than the {self.pool.settings.run_deadline_s:g} s "
-            "this server allows one request, so it was stopped. A shorter timeline (fewer "
-            "injected faults) loads faster; or try again in a moment.",
+            "overrun": "This request could not be finished within the "
+            f"{self.pool.settings.run_deadline_s:g} s this server allows one request (the state is "
+            "heavy, or the server is busy), so it was stopped. A shorter timeline (fewer injected "
+            "faults) loads faster; or try again in a moment.",
             "lost": "The simulation worker for this request stopped unexpectedly and is being "
             "restarted. Please try again in a moment.",
             "cancelled": "The request was cancelled.",
