@@ -136,7 +136,9 @@ class GZip:
     messages are passed straight to the server's `send`; everything else is compressed."""
 
     def __init__(self, app: Any, minimum_size: int):
-        self.gzip = GZipMiddleware(self._inner, minimum_size=minimum_size)
+        # level 6 (zlib's default) instead of Starlette's 9: on a step fragment it is 0.7 % larger
+        # and a sixth faster
+        self.gzip = GZipMiddleware(self._inner, minimum_size=minimum_size, compresslevel=6)
         self.app = app
 
     async def _inner(self, scope, receive, send):
@@ -229,6 +231,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     sim = Simulator(settings.simulate_cache_entries)
     app.state.simulator = sim
     templates = Jinja2Templates(directory=str(settings.templates_dir))
+    # templates are read once: without this every include stats its file on each render
+    templates.env.auto_reload = False
     templates.env.globals.update(
         css_url=urls.static_url("app.css"),
         js_url=urls.static_url("app.js"),

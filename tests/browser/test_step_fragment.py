@@ -36,7 +36,8 @@ def open_blocks(page: Page) -> list[str]:
 
 def shown_geometry(page: Page) -> list[str]:
     return page.eval_on_selector_all(
-        ".run-main .cluster", "els => els.filter(e => getComputedStyle(e).display !== 'none').map(e => e.classList[1])"
+        ".run-main .cluster",
+        "els => els.filter(e => getComputedStyle(e).display !== 'none').map(e => e.classList[1])",
     )
 
 
@@ -59,7 +60,8 @@ def test_stepping_shows_what_a_full_load_shows(scene: Page, live_server, width, 
         fresh = scene.context.new_page()
         fresh.set_viewport_size({"width": width, "height": height})
         fresh.goto(url)
-        loaded = (lit_lines(fresh), open_blocks(fresh), shown_geometry(fresh), fresh.locator("#caption").inner_text())
+        caption = fresh.locator("#caption").inner_text()
+        loaded = (lit_lines(fresh), open_blocks(fresh), shown_geometry(fresh), caption)
         fresh.close()
         assert stepped == loaded, url
         assert shown_geometry(scene) == [geometry]
