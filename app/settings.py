@@ -46,7 +46,7 @@ class Settings:
     # replaced, and the request answered 503.
     engine_kill_grace_s: float = 1.0
     # Requests waiting for or running on one worker; beyond it a request gets 503 + Retry-After.
-    engine_queue_per_worker: int = 16
+    engine_queue_per_worker: int = 64
     # A worker busy on one job for longer than this is passed over by new requests (affinity
     # falls back to the next worker in the key's ranking).
     engine_spill_after_s: float = 0.25
