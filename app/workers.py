@@ -18,7 +18,8 @@ crafted URL stops every other request, `/healthz` included, for as long as it ru
   the view-only parameters in `VIEW_PARAMS`) go to the same worker, so scrubbing a timeline hits
   that worker's caches. Workers are ranked per key by rendezvous hashing; a request skips a
   worker that has been busy on one job for longer than `engine_spill_after_s` (it is stuck on a
-  heavy run) and goes to the next one in the key's ranking, whose caches stay warm for that key too.
+  heavy run) and goes to the next one in the key's ranking, whose caches stay warm for that key
+  too; it also goes to the key's second worker when the first is busy and the second idle.
 - Deadline: the worker runs the job inside `engine.budget(deadline_s=..., cancelled=...)` with
   what is left of `run_deadline_s`, counted from the moment the parent received the request
   (queueing included). The engine stops itself at that deadline; as a backstop the parent kills
@@ -336,14 +337,24 @@ class EnginePool:
         await asyncio.gather(*(asyncio.shield(w.ready) for w in self.workers if w.ready is not None))
 
     def choose(self, key: bytes) -> Worker | None:
+        """The key's first worker in rendezvous order, unless it is stuck on a long job or its
+        queue is full; if it is merely busy and the key's second worker is idle, the second
+        (so two requests that arrive together run in parallel, and at most two workers hold
+        one scenario's caches)."""
         order = [self.workers[i] for i in rank(key, len(self.workers))]
         now = time.monotonic()
         cap = self.settings.engine_queue_per_worker
         spill = self.settings.engine_spill_after_s
-        for worker in order:
-            stuck = worker.busy_since is not None and now - worker.busy_since > spill
-            if not stuck and worker.pending < cap:
-                return worker
+
+        def stuck(w: Worker) -> bool:
+            return w.busy_since is not None and now - w.busy_since > spill
+
+        usable = [w for w in order if w.pending < cap and not stuck(w)]
+        if usable:
+            first = usable[0]
+            if first.pending > 0 and len(usable) > 1 and usable[1].pending == 0 and usable[1] in order[:2]:
+                return usable[1]
+            return first
         open_workers = [w for w in order if w.pending < cap]
         return min(open_workers, key=lambda w: w.pending) if open_workers else None
 

@@ -189,3 +189,22 @@ def test_the_same_scenario_goes_to_the_same_worker_whatever_the_step():
     assert rank(base, 4) == rank(base, 4) and sorted(rank(base, 4)) == [0, 1, 2, 3]
     spread = {rank(key("/scenes/05", f"seed={i}"), 4)[0] for i in range(40)}
     assert spread == {0, 1, 2, 3}  # keys spread over every worker
+
+
+def test_a_request_skips_a_stuck_worker_and_a_busy_one_when_its_second_worker_is_idle():
+    from app.workers import EnginePool
+
+    pool = EnginePool(Settings(engine_workers=3, engine_queue_per_worker=2, engine_spill_after_s=0.25))
+    key = affinity_key({"path": "/scenes/05", "query_string": b"seed=3"})
+    first, second, third = (pool.workers[i] for i in rank(key, 3))
+    assert pool.choose(key) is first  # all idle: the key's own worker
+    first.pending = 1
+    assert pool.choose(key) is second  # busy, and the second is idle
+    second.pending = 1
+    assert pool.choose(key) is first  # both busy: stay with the warm caches
+    first.busy_since = time.monotonic() - 1.0  # stuck on a heavy run
+    assert pool.choose(key) is second
+    second.pending = third.pending = 2  # full queues everywhere but the stuck one's
+    assert pool.choose(key) is first
+    first.pending = 2
+    assert pool.choose(key) is None  # every queue full: 503
