@@ -504,6 +504,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # loop rather than in the threadpool: threads would not run them in parallel (the GIL), they
     # would only interleave them, so every concurrent request's time would stretch to the sum of
     # all of them. On the loop each request takes its own few ms; more cores mean more workers.
+    # With `settings.engine_workers > 0` (production, `python -m app.serve`), EngineDispatch sends
+    # these two routes and the simulate API to worker processes (app/workers.py), where this same
+    # code runs inline under a deadline; the server's own loop never runs them.
     @app.get("/scenes/{scene_ref}")
     async def scene_page(request: Request, scene_ref: str):
         return scene_response(request, scene_ref, embed=False)
