@@ -16,6 +16,7 @@ forbids framing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import ipaddress
 import json
@@ -42,6 +43,7 @@ from app.qa_panel import qa_panel
 from app.settings import Settings
 from app.simulation import Simulator, build_compare, build_timeline
 from app.state import BadStateURL, SceneState, parse_state
+from app.workers import EngineDispatch, EnginePool
 
 log = logging.getLogger("app")
 
@@ -226,8 +228,23 @@ def _wants_json(request: Request) -> bool:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    app = FastAPI(title="Build Kafka", docs_url=None, redoc_url=None, openapi_url=None)
+    # With engine workers, scene pages and the API run in worker processes (app/workers.py);
+    # they start with the first such request or at the server's start-up, and stop with it.
+    pool = EnginePool(settings) if settings.engine_workers > 0 else None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        if pool is not None:
+            await pool.start()
+        try:
+            yield
+        finally:
+            if pool is not None:
+                await pool.stop()
+
+    app = FastAPI(title="Build Kafka", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.settings = settings
+    app.state.engine_pool = pool
     sim = Simulator(settings.simulate_cache_entries)
     app.state.simulator = sim
     templates = Jinja2Templates(directory=str(settings.templates_dir))
@@ -487,6 +504,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # loop rather than in the threadpool: threads would not run them in parallel (the GIL), they
     # would only interleave them, so every concurrent request's time would stretch to the sum of
     # all of them. On the loop each request takes its own few ms; more cores mean more workers.
+    # With `settings.engine_workers > 0` (production, `python -m app.serve`), EngineDispatch sends
+    # these two routes and the simulate API to worker processes (app/workers.py), where this same
+    # code runs inline under a deadline; the server's own loop never runs them.
     @app.get("/scenes/{scene_ref}")
     async def scene_page(request: Request, scene_ref: str):
         return scene_response(request, scene_ref, embed=False)
@@ -510,8 +530,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         context = {"page_title": "Glossary", "glossary": glossary_mod.glossary_page()}
         return render(request, "glossary.html", context)
 
+    # On the event loop itself, never in a thread or a worker: it answers while every engine
+    # worker is busy.
     @app.get("/healthz")
-    def healthz():
+    async def healthz():
         return {"ok": True}
 
     @app.post("/api/v1/simulate")
@@ -623,6 +645,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "still good; please report it so we can replay it.",
         )
 
+    async def unavailable(scope: dict[str, Any], reason: str, retry_after_s: int) -> Response:
+        response = error_page(Request(scope), 503, "Try again shortly", reason)
+        response.headers["Retry-After"] = str(retry_after_s)
+        return response
+
+    budget_exceeded = getattr(engine, "BudgetExceeded", None)
+    if budget_exceeded is not None:  # issue 9: the engine's per-run budget
+
+        @app.exception_handler(budget_exceeded)
+        async def over_budget(request: Request, exc: Any):
+            if getattr(exc, "kind", "") in ("deadline", "cancelled"):
+                return await unavailable(request.scope, str(exc), max(1, round(settings.run_deadline_s)))
+            return error_page(request, 400 if not _wants_json(request) else 422, "Too much work", str(exc))
+
+    if pool is not None:  # innermost: a worker's answer and the 503 pass through every layer below
+        app.add_middleware(EngineDispatch, pool=pool, unavailable=unavailable)
     app.add_middleware(CatchAll, handler=unexpected)
     app.add_middleware(GZip, minimum_size=settings.gzip_min_bytes)
     app.add_middleware(FrameHeaders, extra=settings.extra_headers)
