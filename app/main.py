@@ -245,7 +245,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="Build Kafka", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.settings = settings
     app.state.engine_pool = pool
-    sim = Simulator(settings.simulate_cache_entries)
+    sim = Simulator(settings.simulate_cache_entries, cache_bytes=settings.simulate_cache_bytes)
     app.state.simulator = sim
     templates = Jinja2Templates(directory=str(settings.templates_dir))
     # templates are read once: without this every include stats its file on each render
@@ -509,11 +509,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # code runs inline under a deadline; the server's own loop never runs them.
     @app.get("/scenes/{scene_ref}")
     async def scene_page(request: Request, scene_ref: str):
-        return scene_response(request, scene_ref, embed=False)
+        with engine.budget(deadline_s=settings.run_deadline_s):  # inline too (engine_workers=0)
+            return scene_response(request, scene_ref, embed=False)
 
     @app.get("/embed/{scene_ref}")
     async def embed_page(request: Request, scene_ref: str):
-        return scene_response(request, scene_ref, embed=True)
+        with engine.budget(deadline_s=settings.run_deadline_s):
+            return scene_response(request, scene_ref, embed=True)
 
     @app.get("/theme")
     def set_theme(request: Request, set: str = "auto", next: str = "/"):  # noqa: A002 - query names
@@ -602,8 +604,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         from starlette.concurrency import run_in_threadpool
 
+        def run() -> dict[str, Any]:
+            # one budget for the run: the per-request deadline and the API's result-size cap
+            with engine.budget(
+                deadline_s=settings.run_deadline_s, max_result_bytes=settings.max_api_result_bytes
+            ):
+                return engine.simulate(scenario, steps=steps_raw in ("true", "1"))
+
         try:
-            result = await run_in_threadpool(engine.simulate, scenario, steps=steps_raw in ("true", "1"))
+            result = await run_in_threadpool(run)
+        except engine.BudgetExceeded as exc:
+            if exc.deterministic:
+                return JSONResponse(exc.to_json(), status_code=422)
+            retry = str(max(1, round(settings.run_deadline_s)))
+            body = {"error": "try_again", "problems": exc.problems}
+            return JSONResponse(body, status_code=503, headers={"Retry-After": retry})
         except engine.ScenarioError as exc:
             return JSONResponse(exc.to_json(), status_code=422)
         return JSONResponse(result)

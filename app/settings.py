@@ -21,13 +21,20 @@ class Settings:
     # Request-size limits: state is the URL, so the URL is the attack surface.
     max_query_chars: int = 4096
     max_body_bytes: int = 256 * 1024
-    max_injected_actions: int = 50
+    # A learner or a workshop injects a handful of faults into one beat; 20 leaves room for a
+    # long experiment, and each one costs a run of the forked scenario when the URL is new.
+    max_injected_actions: int = 20
     max_step: int = 100_000  # any step above this is a malformed URL, not "past the end"
     max_ask_chars: int = 200
     max_log_lines: int = 400  # event-log lines rendered at once (the newest ones)
     gzip_min_bytes: int = 1024  # responses smaller than this go out uncompressed
     # Engine result caches (state is the URL, so a result is a pure function of its key).
     simulate_cache_entries: int = 512
+    # ... and bounded by their estimated size in bytes, per process: a crafted URL's results are
+    # evicted (or never kept, when one alone is larger) instead of holding memory for good.
+    simulate_cache_bytes: int = 96 * 1024 * 1024
+    # The API's result (steps included) may be at most this large, estimated while it runs.
+    max_api_result_bytes: int = 16 * 1024 * 1024
     # Shown in the page footer and in error pages.
     site_name: str = "Build Kafka"
     extra_headers: dict[str, str] = field(default_factory=dict)

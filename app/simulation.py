@@ -9,13 +9,12 @@ timeline length) and once with ``at_step`` for the state at the scrubber positio
 through an `lru_cache` keyed on the canonical scenario JSON: the URL is the whole state, so a
 result is a pure function of its key and caching is always correct.
 
-Forking. The engine runs actions in order and nothing between them, so the steps of a prefix of
-the action list are a prefix of the steps of the whole list. To inject a fault "after step s" we
-find, by binary search over prefix step counts, the action during which step s happened. If that
-action is an ``advance`` or ``settle`` that was still running, we split it at step s's simulated
-time (``advance`` d ms, the fault, then the rest), so the fault lands at the moment the learner
-was looking at; otherwise the fault goes right after that action. The step at which the fault
-landed becomes the URL's new step.
+Forking. Every engine step carries the index of the action it happened in, so one run of the
+scenario tells which action was running at step s. If that action is an ``advance`` or
+``settle`` that was still running, we split it at step s's simulated time (``advance`` d ms, the
+fault, then the rest), so the fault lands at the moment the learner was looking at; otherwise
+the fault goes right after that action. One run of the forked scenario gives the step at which
+the fault landed, which becomes the URL's new step.
 """
 
 from __future__ import annotations
@@ -24,6 +23,7 @@ import collections
 import copy
 import functools
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,49 @@ def canonical_json(scenario: dict[str, Any]) -> str:
     return json.dumps(scenario, sort_keys=True, separators=(",", ":"))
 
 
+class ByteBoundedCache:
+    """A least-recently-used cache of a function's results, bounded by entries and by bytes.
+
+    Each entry is weighed once, when stored, by `weigh(value)` (an estimate); when the total goes
+    over `max_bytes` the oldest entries go, and a value heavier than the whole cache alone is
+    returned but never kept. Bounding entries alone let a few crafted URLs (each result hundreds
+    of MB) hold the process's memory for good."""
+
+    def __init__(self, fn: Any, max_entries: int, max_bytes: int, weigh: Any):
+        self.fn, self.max_entries, self.max_bytes, self.weigh = fn, max_entries, max_bytes, weigh
+        self.entries: collections.OrderedDict[Any, tuple[Any, int]] = collections.OrderedDict()
+        self.bytes = 0
+        self.hits = self.misses = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, *key: Any) -> Any:
+        with self.lock:
+            found = self.entries.get(key)
+            if found is not None:
+                self.entries.move_to_end(key)
+                self.hits += 1
+                return found[0]
+        value = self.fn(*key)  # outside the lock: a slow run must not stall other threads' hits
+        size = self.weigh(value)
+        with self.lock:
+            self.misses += 1
+            if size > self.max_bytes or key in self.entries:
+                return value
+            self.entries[key] = (value, size)
+            self.bytes += size
+            while len(self.entries) > self.max_entries or self.bytes > self.max_bytes:
+                _, (_, dropped) = self.entries.popitem(last=False)
+                self.bytes -= dropped
+        return value
+
+    def cache_info(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "entries": len(self.entries), "bytes": self.bytes}
+
+
+def _weigh_tags(value: tuple[list[int], list[int]]) -> int:
+    return 64 + 8 * (len(value[0]) + len(value[1]))
+
+
 class Simulator:
     """The engine behind bounded caches (per app instance, so tests stay independent).
 
@@ -47,11 +90,16 @@ class Simulator:
     partitions each view also holds every partition's snapshot, so no step needs a replay.
     """
 
-    def __init__(self, cache_entries: int, views_cache_entries: int = 24):
-        self._full = functools.lru_cache(maxsize=cache_entries)(self._full_uncached)
-        self._replay = functools.lru_cache(maxsize=views_cache_entries)(self._replay_uncached)
-        self._view = functools.lru_cache(maxsize=cache_entries)(self._view_uncached)
-        self._count = functools.lru_cache(maxsize=cache_entries * 4)(self._count_uncached)
+    def __init__(
+        self, cache_entries: int, views_cache_entries: int = 24, cache_bytes: int = 96 * 1024 * 1024
+    ):
+        # the heavy all-views results get three quarters of the bytes, the rest share a quarter
+        heavy, light = cache_bytes * 3 // 4, cache_bytes // 4
+        weigh = engine.estimate_bytes
+        self._full = ByteBoundedCache(self._full_uncached, cache_entries, light // 2, weigh)
+        self._replay = ByteBoundedCache(self._replay_uncached, views_cache_entries, heavy, weigh)
+        self._view = ByteBoundedCache(self._view_uncached, cache_entries, light // 4, weigh)
+        self._tags = ByteBoundedCache(self._tags_uncached, cache_entries, light // 4, _weigh_tags)
         self._profile = functools.lru_cache(maxsize=cache_entries)(self._profile_uncached)
         self._memo: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
         self._memo_entries = cache_entries
@@ -70,9 +118,10 @@ class Simulator:
         return engine.simulate(json.loads(key), at_step=at_step)
 
     @staticmethod
-    def _count_uncached(key: str) -> tuple[int, int]:
-        result = engine.simulate(json.loads(key))
-        return result["step_count"], result["final"]["t_ms"]
+    def _tags_uncached(key: str) -> tuple[list[int], list[int]]:
+        result = engine.simulate(json.loads(key), steps=True)
+        tags = [-1 if st["action"] is None else st["action"] for st in result["steps"]]
+        return tags, result["action_t_ms"]
 
     @staticmethod
     def _profile_uncached(key: str) -> tuple[str, tuple[str, ...]]:
@@ -122,9 +171,10 @@ class Simulator:
             self._memo.popitem(last=False)
         return value
 
-    def count(self, scenario: dict[str, Any]) -> tuple[int, int]:
-        """(step count, final simulated time) of a scenario."""
-        return self._count(canonical_json(scenario))
+    def tags(self, scenario: dict[str, Any]) -> tuple[list[int], list[int]]:
+        """(the action index of every step, -1 before the first action; when each action began):
+        where in the action list each step happened (read-only, shared)."""
+        return self._tags(canonical_json(scenario))
 
     def profile(self, scenario: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
         """(Kafka version, proposals in use) of a scenario: which rules it runs under."""
@@ -132,9 +182,10 @@ class Simulator:
 
     def cache_info(self) -> dict[str, Any]:
         return {
-            "full": self._full.cache_info()._asdict(),
-            "replay": self._replay.cache_info()._asdict(),
-            "view": self._view.cache_info()._asdict(),
+            "full": self._full.cache_info(),
+            "replay": self._replay.cache_info(),
+            "view": self._view.cache_info(),
+            "tags": self._tags.cache_info(),
         }
 
 
@@ -168,12 +219,24 @@ def _with_actions(scenario: dict[str, Any], actions: list[dict[str, Any]]) -> di
     return out
 
 
+def _through(tags: list[int], action: int) -> int:
+    """How many steps happened up to the end of action `action` (steps before the first action
+    carry -1). Counted rather than bisected: with several partitions the steps are in time order,
+    which need not be action order."""
+    return sum(1 for tag in tags if tag <= action)
+
+
 def fork(
     sim: Simulator, scenario: dict[str, Any], injected: InjectedAction, notes: list[str]
 ) -> tuple[dict[str, Any], int]:
-    """Insert one fault after step `injected.after_step`; return the scenario and its landing step."""
+    """Insert one fault after step `injected.after_step`; return the scenario and its landing step.
+
+    Every engine step names the action it happened in, so one run of the scenario says which
+    action was running at that step, and one run of the forked scenario where the fault landed.
+    """
     actions = list(scenario.get("actions", []))
-    total_steps, _ = sim.count(scenario)
+    tags, starts = sim.tags(scenario)
+    total_steps = len(tags)
     step = injected.after_step
     if step > total_steps:
         what = "“run until quiet”" if injected.verb == QUIET else "fault"
@@ -184,28 +247,19 @@ def fork(
         step = total_steps
     new = fault_action(injected.verb, injected.broker)
     if step == 0:
-        position, replacement = 0, [new]
-        consumed = 0
+        position, replacement, consumed = 0, [new], 0
     else:
-        # minimal m with count(actions[:m]) >= step; count is monotonic in m
-        low, high = 1, len(actions)
-        while low < high:
-            mid = (low + high) // 2
-            if sim.count(_with_actions(scenario, actions[:mid]))[0] >= step:
-                high = mid
-            else:
-                low = mid + 1
-        m = low
+        # the action during which step `step` happened (the first one for the start-up steps)
+        running_index = max(tags[step - 1], 0)
+        m = running_index + 1
         consumed = 1
         position = m - 1
         running = actions[m - 1] if actions else {}
-        if not actions or sim.count(_with_actions(scenario, actions[:m]))[0] == step:
-            position, replacement, consumed = m, [new], 0
+        if not actions or _through(tags, m - 1) == step:
+            position, replacement, consumed = m, [new], 0  # the step ends its action
         elif running.get("do") in ("advance", "settle"):
             steps = sim.full(scenario)["steps"]
-            step_t_ms = steps[step - 1]["t_ms"]
-            start_t_ms = sim.count(_with_actions(scenario, actions[: m - 1]))[1]
-            elapsed_ms = step_t_ms - start_t_ms
+            elapsed_ms = steps[step - 1]["t_ms"] - starts[m - 1]
             if elapsed_ms <= 0:
                 replacement = [new, running]
             elif running["do"] == "advance":
@@ -220,9 +274,9 @@ def fork(
         else:
             position, replacement, consumed = m, [new], 0
     forked = actions[:position] + replacement + actions[position + consumed :]
-    landed_index = position + replacement.index(new) + 1
+    landed_index = position + replacement.index(new)  # the fault's index in `forked`
     result = _with_actions(scenario, forked)
-    landed_step = sim.count(_with_actions(result, forked[:landed_index]))[0]
+    landed_step = _through(sim.tags(result)[0], landed_index)
     return result, landed_step
 
 
@@ -286,10 +340,10 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
     try:
         for injected in actions:
             _check_brokers(scenario, injected)
-            steps_before = sim.count(scenario)[0]
+            steps_before = len(sim.tags(scenario)[0])
             scenario, landed = fork(sim, scenario, injected, notes)
             injected_steps.append(landed)
-            if injected.verb == QUIET and sim.count(scenario)[0] == steps_before:
+            if injected.verb == QUIET and len(sim.tags(scenario)[0]) == steps_before:
                 notes.append(
                     f"Run until quiet (a={injected.encode()}) changed nothing: at step "
                     f"{injected.after_step} nothing is in flight and no broker is waiting to be "
@@ -299,7 +353,7 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
             # A fault at the end of the timeline would otherwise be the last thing that happens:
             # no time passes after it. There it comes with "run until quiet", so it plays out.
             verb, broker = state.inject
-            at_end = state.step >= sim.count(scenario)[0]
+            at_end = state.step >= len(sim.tags(scenario)[0])
             fault = InjectedAction(verb, broker, state.step)
             _check_brokers(scenario, fault)
             scenario, landed = fork(sim, scenario, fault, notes)
@@ -311,6 +365,8 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
                 injected_steps.append(quiet_landed)
         result = sim.full(scenario)
     except engine.ScenarioError as exc:
+        if isinstance(exc, engine.BudgetExceeded) and not exc.deterministic:
+            raise  # a busy moment, not a bad address: app/main.py answers 503
         reasons = "; ".join(f"{p['path']}: {p['message']}" for p in exc.problems)
         raise BadStateURL(f"The simulator cannot run this state: {reasons}") from None
 
@@ -397,6 +453,8 @@ def build_compare(sim: Simulator, scene: Any, state: SceneState, timeline: Timel
     try:
         result = sim.full(scenario)
     except engine.ScenarioError as exc:
+        if isinstance(exc, engine.BudgetExceeded) and not exc.deterministic:
+            raise
         reasons = "; ".join(p["message"] for p in exc.problems)
         return CompareRun(None, f"The comparison cannot run with these knobs: {reasons}.")
     steps = result.get("steps", [])

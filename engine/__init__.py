@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import sim as _sim
+from .budget import BudgetExceeded, RunBudget, budget, estimate_bytes
 from .headroom import headroom
 from .profiles import PROFILES
 from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
@@ -26,7 +27,7 @@ from .steps import STEP_KINDS
 
 __all__ = [
     "simulate", "validate", "describe", "headroom", "Scenario", "ScenarioError",
-    "Limits", "LIMITS", "PROFILES", "STEP_KINDS",
+    "Limits", "LIMITS", "PROFILES", "STEP_KINDS", "BudgetExceeded", "RunBudget", "budget", "estimate_bytes",
 ]
 
 

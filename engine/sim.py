@@ -32,7 +32,9 @@ import heapq
 import random
 from typing import Any
 
-from .scenario import Config, Limits, ScenarioError, problem
+from . import budget as _budget
+from .budget import LOG_ENTRY_BYTES, RECORD_BYTES, SNAPSHOT_BYTES_PER_BROKER, STEP_BYTES, BudgetExceeded
+from .scenario import Config, Limits, ScenarioError
 from .steps import STEP_KINDS
 
 NETWORK_DELAY_MS = 1
@@ -244,11 +246,32 @@ def _fmt_set(ids: list[int]) -> str:
     return "{" + ", ".join(str(i) for i in ids) + "}"
 
 
+
+
+@dataclasses.dataclass
+class RunUse:
+    """What a run has used so far across its partitions (engine events, steps, result bytes)."""
+
+    events: int = 0
+    steps: int = 0
+    result_bytes: int = 0
+
+
 class Sim:
     def __init__(
-        self, cfg: Config, limits: Limits, *, record: bool, at_step: int | None, check_invariants: bool
+        self,
+        cfg: Config,
+        limits: Limits,
+        *,
+        record: bool,
+        at_step: int | None,
+        check_invariants: bool,
+        used: RunUse | None = None,
     ):
         self.cfg = cfg
+        # one budget per run: a several-partition run passes what earlier partitions used
+        self.used = used if used is not None else RunUse()
+        self.budget = _budget.current()
         self.prof = cfg.profile
         self.limits = limits
         self.record = record
@@ -259,6 +282,8 @@ class Sim:
         self.q: list[tuple[int, int, Any, tuple[Any, ...]]] = []
         self.events = 0
         self.nsteps = 0
+        self.action: int | None = None  # index of the contract action now running (steps carry it)
+        self.action_t_ms: list[int] = []  # the simulated time at which each action began
         self.steps: list[dict[str, Any]] = []
         self.view: dict[str, Any] | None = None
         self.violations: list[str] = []
@@ -301,42 +326,47 @@ class Sim:
         if clamped:
             t_end = cap
         q = self.q
-        max_events = self.limits.max_events
+        max_events = self.limits.max_events - self.used.events  # what this run has left
+        check_every = _budget.CHECK_EVERY_EVENTS
+        check = self.budget.check
         while q and q[0][0] <= t_end:
             t, _, fn, args = heapq.heappop(q)
             self.now = t
             fn(*args)
             self.events += 1
             if self.events > max_events:
-                raise problem(
-                    "actions",
-                    f"the scenario needs more than {max_events} engine events; "
-                    "shorten it (fewer actions or less simulated time)",
+                raise BudgetExceeded(
+                    "events",
+                    f"the scenario needs more than {self.limits.max_events} engine events (all partitions "
+                    "together); shorten it (fewer actions, partitions or less simulated time)",
                 )
+            if not self.events % check_every:
+                check()
             if stop is not None and stop():
                 return
         if clamped:
-            raise problem(
-                "actions",
+            raise BudgetExceeded(
+                "sim_time",
                 f"the scenario runs past the cap of {cap} ms of simulated time; "
                 "use fewer or shorter advance/settle actions",
             )
         self.now = max(self.now, t_end)
 
+    def _too_many_steps(self) -> BudgetExceeded:
+        return BudgetExceeded(
+            "steps", f"the scenario produced more than {self.limits.max_steps} steps; shorten it"
+        )
+
     def count_step(self) -> None:
         """A step nobody will read (no recording, no view, no checks): count it, skip the prose."""
         self.nsteps += 1
-        if self.nsteps > self.limits.max_steps:
-            raise problem(
-                "actions", f"the scenario produced more than {self.limits.max_steps} steps; shorten it"
-            )
+        if self.nsteps + self.used.steps > self.limits.max_steps:
+            raise self._too_many_steps()
 
     def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
         self.nsteps += 1
-        if self.nsteps > self.limits.max_steps:
-            raise problem(
-                "actions", f"the scenario produced more than {self.limits.max_steps} steps; shorten it"
-            )
+        if self.nsteps + self.used.steps > self.limits.max_steps:
+            raise self._too_many_steps()
         if self.record:
             entry = {
                 "i": self.nsteps,
@@ -345,16 +375,36 @@ class Sim:
                 "kind": kind,
                 "text": text,
                 "code": STEP_KINDS[kind].code,
+                "action": self.action,
             }
             if extra:
                 entry.update(extra)
             self.steps.append(entry)
+            self._grow(STEP_BYTES + len(text) + RECORD_BYTES * len(extra.get("records") or ()))
         if self.check:
             self._check_invariants()
         if self.at_step is not None and self.nsteps == self.at_step:
             self.view = self.snapshot()
         if self.views is not None:
             self.views.append(self.snapshot())
+            self._grow(self._snapshot_bytes())
+
+    def _snapshot_bytes(self) -> int:
+        """About how many bytes one snapshot takes once returned (it grows with the logs)."""
+        return SNAPSHOT_BYTES_PER_BROKER * len(self.brokers) + LOG_ENTRY_BYTES * sum(
+            len(b.log) for b in self.brokers.values()
+        )
+
+    def _grow(self, nbytes: int) -> None:
+        """Count the estimated size of what the result will hold; refuse past the run's budget."""
+        self.used.result_bytes += nbytes
+        if self.used.result_bytes > self.budget.max_result_bytes:
+            raise BudgetExceeded(
+                "result_bytes",
+                f"the result would be larger than {self.budget.max_result_bytes // (1024 * 1024)} MB "
+                "(steps and per-step states of every record on every replica); ask without steps, "
+                "or with fewer records, replicas or actions",
+            )
 
     # ---------------------------------------------------------------------------------------
     # network
@@ -507,6 +557,7 @@ class Sim:
             self.view = self.snapshot()
         if self.views is not None:
             self.views.append(self.snapshot())
+            self._grow(self._snapshot_bytes())
 
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
@@ -2508,6 +2559,7 @@ class Sim:
         }
         if self.record:
             out["steps"] = self.steps
+            out["action_t_ms"] = self.action_t_ms
         if self.at_step is not None:
             out["view"] = self.view if self.view is not None else final
         if self.check:
@@ -2584,7 +2636,7 @@ def run(
     )
 
 
-def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
+def _split(cfg: Config) -> list[tuple[Config, list[int], list[int]]]:
     """One configuration per partition: every fault goes to all, each produce to its own partition.
 
     Partitions of one topic replicate independently; what they share is the brokers, which every
@@ -2594,9 +2646,11 @@ def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
     n = len(cfg.assignments)
     per: list[list[Any]] = [[] for _ in range(n)]
     index: list[list[int]] = [[] for _ in range(n)]
+    # each partition's action i is the scenario's action origin[p][i] (steps carry the latter)
+    origin: list[list[int]] = [[] for _ in range(n)]
     produced = 0
     k = 0
-    for a in cfg.actions:
+    for g, a in enumerate(cfg.actions):
         if a.do == "produce":
             if a.records is None:
                 a = a.model_copy(
@@ -2606,12 +2660,18 @@ def _split(cfg: Config) -> list[tuple[Config, list[int]]]:
             p = a.partition or 0
             per[p].append(a)
             index[p].append(k)
+            origin[p].append(g)
             k += 1
         else:
-            for lst in per:
+            for lst, org in zip(per, origin, strict=True):
                 lst.append(a)
+                org.append(g)
     return [
-        (dataclasses.replace(cfg, replicas=list(asg), actions=per[p], assignments=[list(asg)]), index[p])
+        (
+            dataclasses.replace(cfg, replicas=list(asg), actions=per[p], assignments=[list(asg)]),
+            index[p],
+            origin[p],
+        )
         for p, asg in enumerate(cfg.assignments)
     ]
 
@@ -2632,11 +2692,18 @@ def _run_partitions(
 ) -> dict[str, Any]:
     parts = _split(cfg)
     record = True  # the merged step count and order need every partition's steps, even when not returned
+    used = RunUse()  # one budget for the whole run, not one per partition
     results = [
         _run_one(
-            c, limits, steps=record, at_step=None, check_invariants=check_invariants, all_views=all_views
+            c,
+            limits,
+            steps=record,
+            at_step=None,
+            check_invariants=check_invariants,
+            all_views=all_views,
+            used=used,
         )
-        for c, _ in parts
+        for c, _, _ in parts
     ]
     merged: list[tuple[int, int, int, dict[str, Any]]] = []
     for p, r in enumerate(results):
@@ -2646,12 +2713,14 @@ def _run_partitions(
                 continue
             entry = dict(st)
             entry["partition"] = None if shared else p
+            if st["action"] is not None:
+                entry["action"] = parts[p][2][st["action"]]
             if not shared:
                 entry["text"] = f"P{p}: {st['text']}"
             merged.append((st["t_ms"], p, st["i"], entry))
     merged.sort(key=lambda x: x[:3])
     if len(merged) > limits.max_steps:
-        raise problem("actions", f"the scenario produced more than {limits.max_steps} steps; shorten it")
+        raise BudgetExceeded("steps", f"the scenario produced more than {limits.max_steps} steps; shorten it")
     step_list = []
     for i, (_t, _p, _li, entry) in enumerate(merged, start=1):
         entry["i"] = i
@@ -2682,11 +2751,11 @@ def _run_partitions(
             views = [r["final"] for r in results]
         else:
             t_k = step_list[at_step - 1]["t_ms"] if at_step > 0 else -1
-            for p, (c, _) in enumerate(parts):
+            for p, (c, _, _) in enumerate(parts):
                 count = sum(1 for st in results[p]["steps"] if st["t_ms"] <= t_k)
                 views[p] = _run_one(c, limits, steps=False, at_step=count, check_invariants=False)["view"]
-    produce: list[dict[str, Any]] = [{} for _ in range(sum(len(ix) for _, ix in parts))]
-    for p, ((_c, ix), r) in enumerate(zip(parts, results, strict=True)):
+    produce: list[dict[str, Any]] = [{} for _ in range(sum(len(ix) for _, ix, _ in parts))]
+    for p, ((_c, ix, _), r) in enumerate(zip(parts, results, strict=True)):
         for local, global_index in enumerate(ix):
             produce[global_index] = {**r["produce"][local], "partition": p}
     acked = [rec for pr in produce if pr.get("outcome") == "acked" for rec in pr["records"]]
@@ -2714,11 +2783,18 @@ def _run_partitions(
                 "visible_records": r["visible_records"],
                 "duplicate_records": r["duplicate_records"],
             }
-            for p, ((c, _), r) in enumerate(zip(parts, results, strict=True))
+            for p, ((c, _, _), r) in enumerate(zip(parts, results, strict=True))
         ],
     }
     if steps:
         out["steps"] = step_list
+        # when each action began: partition 0's clock, or for a produce its own partition's
+        starts: list[int | None] = [None] * len(cfg.actions)
+        for (_c, _ix, origin), r in zip(parts, results, strict=True):
+            for local, g in enumerate(origin):
+                if starts[g] is None:
+                    starts[g] = r["action_t_ms"][local]
+        out["action_t_ms"] = starts
     if at_step is not None:
         out["view"] = _merged_view(views)  # type: ignore[arg-type]
     if check_invariants:
@@ -2736,12 +2812,15 @@ def _run_one(
     at_step: int | None,
     check_invariants: bool,
     all_views: bool = False,
+    used: RunUse | None = None,
 ) -> dict[str, Any]:
-    sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants)
+    sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants, used=used)
     if all_views:
         sim.views = []
     sim.start()
     for i, a in enumerate(cfg.actions):
+        sim.action = i
+        sim.action_t_ms.append(sim.now)
         do = a.do
         if do == "produce":
             sim.produce(a, len(sim.batches))
@@ -2774,6 +2853,9 @@ def _run_one(
             sim.slow(a.broker, a.ms)
         else:  # pragma: no cover - the scenario model admits nothing else
             raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
+    sim.budget.check()
+    sim.used.events += sim.events
+    sim.used.steps += sim.nsteps
     result = sim.result()
     # The pending events hold bound methods of `sim`, a reference cycle that only a full GC pass
     # would free (a pause inside some later run); dropping them lets refcounting free it now.

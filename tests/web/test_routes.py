@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app.settings import Settings
 from app.state import parse_state
 from tests.web.conftest import HTMX
 
@@ -184,9 +185,10 @@ def test_malformed_urls_get_a_400_page_with_the_reason(client, query, reason):
 
 
 def test_too_many_injected_actions_is_a_400_that_explains_the_cap(client):
-    query = "&".join(["a=crash:2@1"] * 51)
+    cap = Settings().max_injected_actions
+    query = "&".join(["a=crash:2@1"] * (cap + 1))
     r = client.get(f"{SCENE}?{query}")
-    assert r.status_code == 400 and "at most 50" in r.text
+    assert r.status_code == 400 and f"at most {cap}" in r.text
 
 
 def test_an_overlong_query_is_refused(client):

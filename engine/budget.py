@@ -1,0 +1,128 @@
+"""One budget per run: what a caller allows a whole `simulate` call, across all its partitions.
+
+The scenario caps (`Limits`) bound a run by counts and simulated time, which are deterministic.
+A serving process needs two more bounds that are not: a wall-clock deadline, and a way to stop
+when the client that asked has gone. Both come from the caller through a context variable, so
+code that calls `engine.simulate` deep inside cached helpers needs no new parameters:
+
+    with engine.budget(deadline_s=2.0, cancelled=client_left):
+        page = render(...)          # every simulate() in here obeys the deadline
+
+A run that goes over raises `BudgetExceeded` (a `ScenarioError`), whose `kind` says which
+bound: "events", "steps", "sim_time" and "result_bytes" are properties of the scenario (the same
+input is refused every time), "deadline" and "cancelled" are properties of this moment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .scenario import ScenarioError
+
+# How often (in engine events) the run loop looks at the clock and the cancel flag: about a
+# millisecond of simulation, so a run stops within a few ms of its deadline at no visible cost.
+CHECK_EVERY_EVENTS = 1024
+
+# The estimated size of a result a caller may ask for (steps and views included), so one request
+# cannot make the process build hundreds of megabytes. Estimated from what the run recorded.
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+
+
+# The estimate's unit costs: a recorded step and each record it lists, and per snapshot one
+# broker's fields and one log entry. Rough on purpose: they bound memory, they do not bill it.
+STEP_BYTES = 250
+RECORD_BYTES = 16
+SNAPSHOT_BYTES_PER_BROKER = 700
+LOG_ENTRY_BYTES = 50
+
+
+def snapshot_bytes(snapshot: dict[str, Any]) -> int:
+    """About how many bytes one snapshot (`final`, a view) holds."""
+    parts = snapshot.get("partitions") or [snapshot]
+    total = 0
+    for part in parts:
+        brokers = part.get("brokers", {}).values()
+        entries = sum(len(b["log"]) for b in brokers)
+        total += SNAPSHOT_BYTES_PER_BROKER * len(brokers) + LOG_ENTRY_BYTES * entries
+    return total
+
+
+def estimate_bytes(result: dict[str, Any]) -> int:
+    """About how many bytes a result holds in memory: what caches weigh their entries by."""
+    steps = result.get("steps") or ()
+    total = sum(STEP_BYTES + len(st["text"]) + RECORD_BYTES * len(st.get("records") or ()) for st in steps)
+    final = snapshot_bytes(result["final"]) if "final" in result else 0
+    views = len(result.get("views") or ()) + (1 if "view" in result else 0) + 1
+    return 1024 + total + views * final
+
+
+class BudgetExceeded(ScenarioError):
+    """A run went over its budget. `kind` is one of KINDS."""
+
+    KINDS = ("events", "steps", "sim_time", "result_bytes", "deadline", "cancelled")
+
+    def __init__(self, kind: str, message: str, path: str = "actions"):
+        super().__init__([{"path": path, "message": message}])
+        self.kind = kind
+
+    @property
+    def deterministic(self) -> bool:
+        """True when the same scenario would be refused again (a 4xx), False for a busy moment."""
+        return self.kind not in ("deadline", "cancelled")
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    deadline: float | None = None  # a time.monotonic() value
+    cancelled: Callable[[], bool] | None = None
+    max_result_bytes: int = MAX_RESULT_BYTES
+    deadline_s: float | None = None  # as given, for the message
+
+    def check(self) -> None:
+        """Raise if the deadline has passed or the caller has gone (cheap; call it now and then)."""
+        if self.cancelled is not None and self.cancelled():
+            raise BudgetExceeded("cancelled", "the request was cancelled before the run finished")
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise BudgetExceeded(
+                "deadline",
+                f"the run needed more than the {self.deadline_s:g} s of computing time this server gives "
+                "one request; try again, or shorten the scenario",
+            )
+
+
+_UNBOUNDED = RunBudget()
+_current: contextvars.ContextVar[RunBudget | None] = contextvars.ContextVar("engine_budget", default=None)
+
+
+def current() -> RunBudget:
+    """The budget in force here (no deadline, the default result cap, outside any `budget`)."""
+    return _current.get() or _UNBOUNDED
+
+
+@contextlib.contextmanager
+def budget(
+    deadline_s: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    max_result_bytes: int | None = None,
+) -> Iterator[RunBudget]:
+    """Every `engine.simulate` call inside the block obeys these bounds (see the module doc)."""
+    outer = current()
+    deadline = None if deadline_s is None else time.monotonic() + max(0.0, deadline_s)
+    if outer.deadline is not None and (deadline is None or outer.deadline < deadline):
+        deadline, deadline_s = outer.deadline, outer.deadline_s
+    value = RunBudget(
+        deadline=deadline,
+        cancelled=cancelled or outer.cancelled,
+        max_result_bytes=min(max_result_bytes or outer.max_result_bytes, outer.max_result_bytes),
+        deadline_s=deadline_s,
+    )
+    token = _current.set(value)
+    try:
+        yield value
+    finally:
+        _current.reset(token)

@@ -1,0 +1,54 @@
+"""The per-run budget as a client sees it: 503 + Retry-After for a busy moment, a 4xx with the
+reason for a scenario that is too big every time (issue 9)."""
+
+import warnings
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.settings import Settings
+
+API = "/api/v1/simulate"
+HEAVY = {
+    "topic": {"replication.factor": 3, "partitions": 12},
+    "actions": [{"do": "produce", "records": ["a"]}, {"do": "advance", "ms": 600_000}],
+}
+
+
+def client(**settings) -> TestClient:
+    return TestClient(create_app(Settings(**settings)), raise_server_exceptions=False)
+
+
+def test_an_api_run_past_its_deadline_is_a_503_that_says_try_again():
+    r = client(run_deadline_s=0.0).post(API, json=HEAVY)
+    assert r.status_code == 503 and int(r.headers["retry-after"]) >= 1
+    body = r.json()
+    assert body["error"] == "try_again" and "s of computing time" in body["problems"][0]["message"]
+
+
+def test_an_api_result_over_its_size_cap_is_a_422_with_the_cap():
+    big = {"actions": [{"do": "produce", "count": 1000} for _ in range(30)] + [{"do": "settle"}]}
+    api = client(max_api_result_bytes=1024 * 1024)
+    assert api.post(API, json=big).status_code == 200  # without steps the result is small
+    r = api.post(API + "?steps=true", json=big)
+    assert r.status_code == 422 and "larger than 1 MB" in r.text
+
+
+def test_a_scene_page_past_its_deadline_is_a_503_page_with_the_usual_headers():
+    r = client(run_deadline_s=0.0).get("/scenes/05?step=3")
+    assert r.status_code == 503 and "Retry-After" in r.headers
+    assert "text/html" in r.headers["content-type"] and "Traceback" not in r.text
+    assert r.headers["content-security-policy"].startswith("default-src 'self'")
+
+
+def test_injecting_lands_on_the_step_and_twenty_faults_in_one_url_render():
+    """The fork finds the running action from the step tags of one run: a fault injected at step
+    6 is recorded at step 6, and the cap's worth of faults in one URL renders."""
+    web = client()
+    page = web.get("/scenes/05?step=6&inject=crash:2", follow_redirects=False)
+    assert page.status_code == 303 and "a=crash:2@6" in page.headers["location"]
+    query = "&".join(f"a=isolate:{1 + i % 3}@{2 + i}" for i in range(20))
+    r = web.get(f"/scenes/05?{query}")
+    assert r.status_code == 200 and "Traceback" not in r.text
