@@ -88,6 +88,7 @@ class Broker:
         "isr",
         "maximal",
         "pending",
+        "zk_fail",
         "pending_isr",
         "fstate",
         "epoch_start",
@@ -121,6 +122,7 @@ class Broker:
         self.isr: list[int] = []
         self.maximal: list[int] = []
         self.pending: str | None = None  # "expand" | "shrink" while an AlterPartition is in flight
+        self.zk_fail: tuple[Any, ...] | None = None  # last failed ZooKeeper ISR write (historic profiles)
         self.pending_isr: list[int] = []
         self.fstate: dict[int, FollowerState] = {}
         self.epoch_start = 0
@@ -1366,13 +1368,47 @@ class Sim:
             )
             self.step(kind, f"broker-{L.id}", text, broker=L.id)
         else:
-            # before AlterPartition (KIP-497) the leader wrote the ISR itself and used it at once
+            # ref: kafka-semantics.md §4.4, S14. Before AlterPartition (KIP-497) the leader wrote the
+            # ISR to ZooKeeper itself, as a conditional write on its cached zkVersion
+            # (Partition.updateIsr, ReplicationUtils.updateLeaderAndIsr, tag 1.1.0): it uses the new
+            # ISR only if the write succeeds. The partition epoch stands for the zkVersion, and the
+            # controller link stands for the ZooKeeper session (one simplification: the controller
+            # and ZooKeeper are on the same side of every cut).
+            c = self.ctl
+            if not self.linked(L.id, "controller"):
+                self._zk_write_failed(
+                    L,
+                    new,
+                    "no_session",
+                    f"B{L.id} cannot reach ZooKeeper: its conditional write of ISR {_fmt_set(new)} to "
+                    f"/brokers/topics/topic/partitions/0/state fails, so it keeps ISR {_fmt_set(L.isr)}",
+                )
+                return
+            if L.partition_epoch != c.partition_epoch:
+                self._zk_write_failed(
+                    L,
+                    new,
+                    "stale",
+                    f"B{L.id}: Cached zkVersion [{L.partition_epoch}] not equal to that in zookeeper "
+                    f"[{c.partition_epoch}], skip updating ISR (it keeps ISR {_fmt_set(L.isr)})",
+                )
+                return
+            L.zk_fail = None
             L.isr = list(new)
             L.maximal = list(new)
             self.step(kind, f"broker-{L.id}", text.replace("asks to", "writes"), broker=L.id)
             self._ctl_alter_partition(L.id, L.leader_epoch, L.partition_epoch, list(new), direct=True)
+            L.partition_epoch = c.partition_epoch  # zkVersion = newVersion on success
             self._maybe_increment_hw(L)
             self._check_purgatory(L)
+
+    def _zk_write_failed(self, L: Broker, new: list[int], why: str, text: str) -> None:
+        """A failed ZooKeeper ISR write changes nothing; one step per distinct failure, not per retry."""
+        key = (why, L.partition_epoch, self.ctl.partition_epoch, tuple(new))
+        if L.zk_fail == key:
+            return
+        L.zk_fail = key
+        self.step("leader_isr_write_failed", f"broker-{L.id}", text, broker=L.id)
 
     def _order(self, bid: int) -> int:
         return self.replicas.index(bid) if bid in self.replicas else 99
