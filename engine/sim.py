@@ -992,7 +992,7 @@ class Sim:
             fid,
             leader,
             self._leader_on_fetch,
-            (leader, fid, f.leo, last_epoch, gen),
+            (leader, fid, f.leo, last_epoch, gen, f.inc),
             on_fail=(self._fetch_failed, fid, f.inc, gen),
             on_lost=(self._fetch_failed, fid, f.inc, gen),
             extra_ms=f.fetch_delay_ms,
@@ -1009,8 +1009,19 @@ class Sim:
         if self.brokers[fid].inc == inc:
             self._follower_fetch(fid)
 
-    def _leader_on_fetch(self, lid: int, fid: int, offset: int, last_epoch: int | None, gen: int) -> None:
+    def _leader_on_fetch(
+        self, lid: int, fid: int, offset: int, last_epoch: int | None, gen: int, inc: int = -1
+    ) -> None:
         L = self.brokers[lid]
+        f = self.brokers[fid]
+        if (inc != -1 and f.inc != inc) or f.fetch_gen != gen:
+            # ref: kafka-semantics.md §3.3, §4.3. A fetch from an earlier incarnation of the follower
+            # is refused: the leader fences a fetch-state update carrying a stale broker epoch
+            # (Replica.updateFetchStateOrThrow, KIP-903, 3.5; KIP-380 broker epoch). A fetch its
+            # fetcher abandoned (stop_fetching, or a newer fetch already sent) went with its
+            # connection; requests on one connection are handled in order, so an older fetch never
+            # overwrites a newer one. Simplified: one rule for every profile, the request dropped.
+            return
         if L.role != "leader" or fid not in L.fstate:
             self.send(
                 lid,
@@ -2235,7 +2246,7 @@ class Sim:
             return None
         m: dict[str, Any] = {"kind": kind, "src": src, "dst": dst, "sent_ms": sent, "arrive_ms": t}
         if kind == "fetch":
-            _lid, _fid, offset, last_epoch, _gen = args
+            _lid, _fid, offset, last_epoch = args[:4]
             m["offset"] = offset
             m["epoch"] = last_epoch
             m["label"] = f"Fetch offset {offset}" + ("" if last_epoch is None else f", epoch {last_epoch}")
