@@ -2146,10 +2146,10 @@ class Sim:
                 c.elr, c.lke = [], []  # changing min ISR clears the topic's ELR (ops docs, KIP-966)
                 c.partition_epoch += 1
                 self._publish()
-            for br in self.brokers.values():
-                if br.alive and br.role == "leader":
-                    self._maybe_increment_hw(br)
-                    self._check_purgatory(br)
+            # ref: kafka-semantics.md §3.1. A config change is not a high-watermark trigger: in
+            # Partition.scala (commit 1eb7644, 2024) maybeIncrementLeaderHW is called from makeLeader,
+            # updateFollowerFetchState, appendRecordsToLeader and the ISR-commit path only. The new
+            # value is read at the next of those (and by parked produces when they are next checked).
         elif key == "flush.messages":
             self.flush_messages = value
 
