@@ -1474,12 +1474,21 @@ class Sim:
             c.recovery = "RECOVERED"
         old = list(c.isr)
         self._ctl_change(sorted(new_isr, key=self._order), why="alter_partition", force_publish=recovered)
-        self.step(
-            "controller_alter_partition",
-            "controller",
-            f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
-            f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)",
-        )
+        if direct:
+            # ZooKeeper era: the leader's conditional write succeeded; the partition epoch stands for
+            # the zkVersion of /brokers/topics/topic/partitions/0/state, and the broker records an
+            # isr_change_notification that the controller reads to tell the other brokers
+            text = (
+                f"ZooKeeper now holds ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} (zkVersion "
+                f"{c.partition_epoch}, leader epoch {c.leader_epoch} unchanged); B{lid} records an "
+                f"isr_change_notification for the controller"
+            )
+        else:
+            text = (
+                f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
+                f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)"
+            )
+        self.step("controller_alter_partition", "controller", text)
         if recovered:
             self.step(
                 "controller_recovered",
@@ -1704,8 +1713,14 @@ class Sim:
         self.step(
             "controller_fence_broker",
             "controller",
-            f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
-            f"the controller fences it",
+            (
+                f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
+                f"the controller fences it"
+                if self.prof.alter_partition
+                else f"B{bid}'s ZooKeeper session expires (after {self.cfg.session_timeout_ms} ms; the "
+                f"engine keeps KRaft's timing, zookeeper.session.timeout.ms was 6000 by default): "
+                f"the controller sees it gone"
+            ),
             broker=bid,
         )
         c = self.ctl
