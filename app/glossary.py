@@ -86,28 +86,36 @@ def _mention(text: str, entry: Term, code: bool, prefix: str) -> dict[str, Any]:
     }
 
 
-def _link_plain(text: str, seen: set[str], prefix: str) -> list[dict[str, Any]]:
-    """Split one plain-text segment around the first mention of each entry not yet in `seen`.
-
-    Every spelling's matches compete, leftmost first and the longest at one position; a match
-    of an entry already linked is not linked again but still covers its words, so "offset"
-    inside a second "log end offset" stays plain."""
+@functools.lru_cache(maxsize=4096)
+def _spans(text: str) -> tuple[tuple[int, int, Term], ...]:
+    """The glossary matches in one plain-text segment, leftmost first and the longest at one
+    position, none overlapping. They depend on the text alone, so they are computed once per
+    text (narration and captions repeat on every step); the bound keeps the cache small."""
     candidates = []
     for pattern, entry in _matchers():
         for m in pattern.finditer(text):
             if not _avoided(text, m.start(), entry):
                 candidates.append((m.start(), -(m.end() - m.start()), m.end(), entry))
-    covered: list[tuple[int, int]] = []
-    found: list[tuple[int, int, Term]] = []
+    covered: list[tuple[int, int, Term]] = []
     for a, _, b, entry in sorted(candidates, key=lambda c: (c[0], c[1])):
-        if any(a < cb and ca < b for ca, cb in covered):
+        if any(a < cb and ca < b for ca, cb, _ in covered):
             continue
-        covered.append((a, b))
+        covered.append((a, b, entry))
+    return tuple(covered)
+
+
+def _link_plain(text: str, seen: set[str], prefix: str) -> list[dict[str, Any]]:
+    """Split one plain-text segment around the first mention of each entry not yet in `seen`.
+
+    A match of an entry already linked is not linked again but still covers its words, so
+    "offset" inside a second "log end offset" stays plain."""
+    found: list[tuple[int, int, Term]] = []
+    for a, b, entry in _spans(text):
         if entry.id not in seen and all(f[2].id != entry.id for f in found):
             found.append((a, b, entry))
     out: list[dict[str, Any]] = []
     pos = 0
-    for a, b, entry in sorted(found, key=lambda f: f[0]):
+    for a, b, entry in found:
         if a > pos:
             out.append({"code": False, "text": text[pos:a]})
         out.append(_mention(text[a:b], entry, False, prefix))

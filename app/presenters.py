@@ -965,6 +965,10 @@ def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
         "summary": step_kind.summary if step_kind else None,
         "url": step_kind.url if step_kind else None,
         "matched": any(b["active"] for b in blocks),
+        # element ids of the lit lines and the open blocks (templates/_code.html), which a step
+        # update sends alone so the page moves the highlight without the whole panel
+        "active_ids": [f"cl-{b['id']}-{line['n']}" for b in blocks for line in b["lines"] if line["active"]],
+        "open_ids": [f"cb-{b['id']}" for b in blocks if b["open"]],
     }
 
 

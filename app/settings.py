@@ -35,11 +35,46 @@ class Settings:
     # X-Forwarded-Host are believed, so share and embed URLs say https:// behind a TLS-terminating
     # proxy. Empty: no proxy is trusted and the headers are ignored.
     trusted_proxies: tuple[str, ...] = ()
+    # Engine work off the event loop (app/workers.py). 0: scene pages and the API run inline on
+    # the event loop (tests read `response.context` that way); N > 0: they run in N worker
+    # processes, and /healthz, static files and every other page stay on the event loop.
+    engine_workers: int = 0
+    # Wall-clock budget of one scene page or API run, counted from the request's arrival
+    # (queueing included); the engine stops itself at it (engine.budget).
+    run_deadline_s: float = 2.0
+    # Backstop: a worker that has not answered this long after the deadline is killed and
+    # replaced, and the request answered 503.
+    engine_kill_grace_s: float = 1.0
+    # Requests waiting for or running on one worker; beyond it a request gets 503 + Retry-After.
+    engine_queue_per_worker: int = 64
+    # A worker busy on one job for longer than this is passed over by new requests (affinity
+    # falls back to the next worker in the key's ranking).
+    engine_spill_after_s: float = 0.25
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
         """Settings from the environment: BUILD_KAFKA_TRUSTED_PROXIES is a comma-separated list
-        of proxy addresses or networks (e.g. "127.0.0.1,10.0.0.0/8")."""
+        of proxy addresses or networks (e.g. "127.0.0.1,10.0.0.0/8"); BUILD_KAFKA_ENGINE_WORKERS
+        the number of engine worker processes (0, the default here, runs the engine inline on
+        the event loop; `python -m app.serve`, the production entry, defaults it to
+        `default_engine_workers()`); BUILD_KAFKA_RUN_DEADLINE_S the per-request deadline."""
         env = os.environ if environ is None else environ
         proxies = tuple(p.strip() for p in env.get("BUILD_KAFKA_TRUSTED_PROXIES", "").split(",") if p.strip())
-        return cls(trusted_proxies=proxies)
+        workers = env.get("BUILD_KAFKA_ENGINE_WORKERS", "").strip()
+        deadline = env.get("BUILD_KAFKA_RUN_DEADLINE_S", "").strip()
+        chosen: dict[str, object] = {"trusted_proxies": proxies}
+        if workers:
+            chosen["engine_workers"] = int(workers)
+        if deadline:
+            chosen["run_deadline_s"] = float(deadline)
+        return cls(**chosen)
+
+
+def default_engine_workers() -> int:
+    """One engine worker per CPU this process may use, and at least two, so that one heavy run
+    never holds every scene page."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(2, cpus)

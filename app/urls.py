@@ -65,9 +65,8 @@ def beat_url(scene_id: str, beat_id: str, *, embed: bool = False) -> str:
 
 
 def inject_url(state: SceneState, verb: str, broker: int, *, embed: bool = False) -> str:
-    pairs = state.query_pairs(embed=embed) + [("inject", f"{verb}:{broker}")]
     path = embed_path(state.scene_id) if embed else scene_path(state.scene_id)
-    return f"{path}?{_query(pairs)}"
+    return f"{path}?{_state_query(state, embed)}&{_query([('inject', f'{verb}:{broker}')])}"
 
 
 def theme_url(theme: str, next_url: str) -> str:

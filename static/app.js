@@ -50,6 +50,59 @@
     autoscroll();
   });
 
+  // -- pseudocode highlight: a step update sends only #code-now, naming the lit lines ---------
+  // (data-lines) and the open blocks (data-open); the lines themselves stay in the page.
+  function highlightCode() {
+    var now = document.getElementById("code-now");
+    if (!now) { return; }
+    var lit = (now.getAttribute("data-lines") || "").split(" ").filter(Boolean);
+    var open = (now.getAttribute("data-open") || "").split(" ").filter(Boolean);
+    document.querySelectorAll(".pseudo li.active").forEach(function (li) {
+      if (lit.indexOf(li.id) < 0) { li.classList.remove("active"); li.removeAttribute("aria-current"); }
+    });
+    lit.forEach(function (id) {
+      var li = document.getElementById(id);
+      if (li) { li.classList.add("active"); li.setAttribute("aria-current", "true"); }
+    });
+    document.querySelectorAll("details.code-block").forEach(function (block) {
+      block.open = open.indexOf(block.id) >= 0;
+    });
+  }
+  document.addEventListener("htmx:afterSettle", function (event) {
+    highlightCode();
+  });
+
+  // -- one diagram geometry per step update ---------------------------------------------------
+  // The page holds the wide and the phone drawing and a container query in app.css shows the one
+  // that fits the run's width. A step update only needs that one: every htmx request names it
+  // (X-Diagram), and when a resize crosses the breakpoint the current state is fetched again.
+  var DIAGRAM_BREAK_PX = 620; // the container query's max-width in app.css
+  function geometry() {
+    var run = document.querySelector(".diagram.run");
+    if (!run) { return null; }
+    var style = getComputedStyle(run);
+    var width = run.clientWidth - parseFloat(style.paddingLeft || "0") - parseFloat(style.paddingRight || "0");
+    return width <= DIAGRAM_BREAK_PX ? "narrow" : "wide";
+  }
+  document.addEventListener("htmx:configRequest", function (event) {
+    var which = geometry();
+    if (which) { event.detail.headers["X-Diagram"] = which; }
+    // the panels this page holds and their hashes, so unchanged ones are not sent again
+    var held = document.getElementById("panel-hashes");
+    if (held) { event.detail.headers["X-Panels"] = held.getAttribute("data-h") || ""; }
+  });
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    if (resizeTimer) { clearTimeout(resizeTimer); }
+    resizeTimer = setTimeout(function () {
+      var lone = document.querySelector(".svg-wrap.only .cluster");
+      var which = geometry();
+      if (lone && which && !lone.classList.contains(which) && window.htmx) {
+        window.htmx.ajax("GET", window.location.href, { source: "#diagram", swap: "none" });
+      }
+    }, 200);
+  });
+
   // -- keep keyboard focus across panel swaps ------------------------------------------------
   // htmx restores focus by id when a swap replaces the focused element (its id survives the
   // swap). This is the fallback for any swap that still leaves focus on <body>: remember the

@@ -98,12 +98,13 @@ def test_a_step_change_resends_only_step_panels(client):
         url, headers={**HTMX, "HX-Current-URL": "http://testserver" + current.context["share"]["path"]}
     )
     ids = oob_ids(r.text)
-    assert {"diagram", "timeline", "log", "code"} <= set(ids)
-    assert "knobs" not in ids and "headroom" not in ids
+    # the pseudocode panel stays; only its highlight (#code-now) moves with the step
+    assert {"diagram", "timeline", "log", "code-now"} <= set(ids)
+    assert "knobs" not in ids and "headroom" not in ids and "code" not in ids
     changed = client.get(
         SCENE + "?step=5&acks=1", headers={**HTMX, "HX-Current-URL": "http://testserver" + url}
     )
-    assert {"knobs", "headroom", "diagram"} <= set(oob_ids(changed.text))
+    assert {"knobs", "headroom", "diagram", "code"} <= set(oob_ids(changed.text))
 
 
 def test_history_restore_gets_the_full_page(client):
