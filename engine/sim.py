@@ -90,6 +90,7 @@ class Broker:
         "isr",
         "maximal",
         "pending",
+        "zk_fail",
         "pending_isr",
         "fstate",
         "epoch_start",
@@ -123,6 +124,7 @@ class Broker:
         self.isr: list[int] = []
         self.maximal: list[int] = []
         self.pending: str | None = None  # "expand" | "shrink" while an AlterPartition is in flight
+        self.zk_fail: tuple[Any, ...] | None = None  # last failed ZooKeeper ISR write (historic profiles)
         self.pending_isr: list[int] = []
         self.fstate: dict[int, FollowerState] = {}
         self.epoch_start = 0
@@ -1041,7 +1043,7 @@ class Sim:
             fid,
             leader,
             self._leader_on_fetch,
-            (leader, fid, f.leo, last_epoch, gen),
+            (leader, fid, f.leo, last_epoch, gen, f.inc),
             on_fail=(self._fetch_failed, fid, f.inc, gen),
             on_lost=(self._fetch_failed, fid, f.inc, gen),
             extra_ms=f.fetch_delay_ms,
@@ -1058,8 +1060,19 @@ class Sim:
         if self.brokers[fid].inc == inc:
             self._follower_fetch(fid)
 
-    def _leader_on_fetch(self, lid: int, fid: int, offset: int, last_epoch: int | None, gen: int) -> None:
+    def _leader_on_fetch(
+        self, lid: int, fid: int, offset: int, last_epoch: int | None, gen: int, inc: int = -1
+    ) -> None:
         L = self.brokers[lid]
+        f = self.brokers[fid]
+        if (inc != -1 and f.inc != inc) or f.fetch_gen != gen:
+            # ref: kafka-semantics.md §3.3, §4.3. A fetch from an earlier incarnation of the follower
+            # is refused: the leader fences a fetch-state update carrying a stale broker epoch
+            # (Replica.updateFetchStateOrThrow, KIP-903, 3.5; KIP-380 broker epoch). A fetch its
+            # fetcher abandoned (stop_fetching, or a newer fetch already sent) went with its
+            # connection; requests on one connection are handled in order, so an older fetch never
+            # overwrites a newer one. Simplified: one rule for every profile, the request dropped.
+            return
         if L.role != "leader" or fid not in L.fstate:
             self.send(
                 lid,
@@ -1417,13 +1430,47 @@ class Sim:
             )
             self.step(kind, f"broker-{L.id}", text, broker=L.id)
         else:
-            # before AlterPartition (KIP-497) the leader wrote the ISR itself and used it at once
+            # ref: kafka-semantics.md §4.4, S14. Before AlterPartition (KIP-497) the leader wrote the
+            # ISR to ZooKeeper itself, as a conditional write on its cached zkVersion
+            # (Partition.updateIsr, ReplicationUtils.updateLeaderAndIsr, tag 1.1.0): it uses the new
+            # ISR only if the write succeeds. The partition epoch stands for the zkVersion, and the
+            # controller link stands for the ZooKeeper session (one simplification: the controller
+            # and ZooKeeper are on the same side of every cut).
+            c = self.ctl
+            if not self.linked(L.id, "controller"):
+                self._zk_write_failed(
+                    L,
+                    new,
+                    "no_session",
+                    f"B{L.id} cannot reach ZooKeeper: its conditional write of ISR {_fmt_set(new)} to "
+                    f"/brokers/topics/topic/partitions/0/state fails, so it keeps ISR {_fmt_set(L.isr)}",
+                )
+                return
+            if L.partition_epoch != c.partition_epoch:
+                self._zk_write_failed(
+                    L,
+                    new,
+                    "stale",
+                    f"B{L.id}: Cached zkVersion [{L.partition_epoch}] not equal to that in zookeeper "
+                    f"[{c.partition_epoch}], skip updating ISR (it keeps ISR {_fmt_set(L.isr)})",
+                )
+                return
+            L.zk_fail = None
             L.isr = list(new)
             L.maximal = list(new)
             self.step(kind, f"broker-{L.id}", text.replace("asks to", "writes"), broker=L.id)
             self._ctl_alter_partition(L.id, L.leader_epoch, L.partition_epoch, list(new), direct=True)
+            L.partition_epoch = c.partition_epoch  # zkVersion = newVersion on success
             self._maybe_increment_hw(L)
             self._check_purgatory(L)
+
+    def _zk_write_failed(self, L: Broker, new: list[int], why: str, text: str) -> None:
+        """A failed ZooKeeper ISR write changes nothing; one step per distinct failure, not per retry."""
+        key = (why, L.partition_epoch, self.ctl.partition_epoch, tuple(new))
+        if L.zk_fail == key:
+            return
+        L.zk_fail = key
+        self.step("leader_isr_write_failed", f"broker-{L.id}", text, broker=L.id)
 
     def _order(self, bid: int) -> int:
         return self.replicas.index(bid) if bid in self.replicas else 99
@@ -1478,12 +1525,21 @@ class Sim:
             c.recovery = "RECOVERED"
         old = list(c.isr)
         self._ctl_change(sorted(new_isr, key=self._order), why="alter_partition", force_publish=recovered)
-        self.step(
-            "controller_alter_partition",
-            "controller",
-            f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
-            f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)",
-        )
+        if direct:
+            # ZooKeeper era: the leader's conditional write succeeded; the partition epoch stands for
+            # the zkVersion of /brokers/topics/topic/partitions/0/state, and the broker records an
+            # isr_change_notification that the controller reads to tell the other brokers
+            text = (
+                f"ZooKeeper now holds ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} (zkVersion "
+                f"{c.partition_epoch}, leader epoch {c.leader_epoch} unchanged); B{lid} records an "
+                f"isr_change_notification for the controller"
+            )
+        else:
+            text = (
+                f"The controller commits ISR {_fmt_set(old)} -> {_fmt_set(c.isr)} "
+                f"(partition epoch {c.partition_epoch}, leader epoch {c.leader_epoch} unchanged)"
+            )
+        self.step("controller_alter_partition", "controller", text)
         if recovered:
             self.step(
                 "controller_recovered",
@@ -1708,8 +1764,14 @@ class Sim:
         self.step(
             "controller_fence_broker",
             "controller",
-            f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
-            f"the controller fences it",
+            (
+                f"No heartbeat from B{bid} for broker.session.timeout.ms={self.cfg.session_timeout_ms}: "
+                f"the controller fences it"
+                if self.prof.alter_partition
+                else f"B{bid}'s ZooKeeper session expires (after {self.cfg.session_timeout_ms} ms; the "
+                f"engine keeps KRaft's timing, zookeeper.session.timeout.ms was 6000 by default): "
+                f"the controller sees it gone"
+            ),
             broker=bid,
         )
         c = self.ctl
@@ -2150,10 +2212,10 @@ class Sim:
                 c.elr, c.lke = [], []  # changing min ISR clears the topic's ELR (ops docs, KIP-966)
                 c.partition_epoch += 1
                 self._publish()
-            for br in self.brokers.values():
-                if br.alive and br.role == "leader":
-                    self._maybe_increment_hw(br)
-                    self._check_purgatory(br)
+            # ref: kafka-semantics.md §3.1. A config change is not a high-watermark trigger: in
+            # Partition.scala (commit 1eb7644, 2024) maybeIncrementLeaderHW is called from makeLeader,
+            # updateFollowerFetchState, appendRecordsToLeader and the ISR-commit path only. The new
+            # value is read at the next of those (and by parked produces when they are next checked).
         elif key == "flush.messages":
             self.flush_messages = value
 
@@ -2250,7 +2312,7 @@ class Sim:
             return None
         m: dict[str, Any] = {"kind": kind, "src": src, "dst": dst, "sent_ms": sent, "arrive_ms": t}
         if kind == "fetch":
-            _lid, _fid, offset, last_epoch, _gen = args
+            _lid, _fid, offset, last_epoch = args[:4]
             m["offset"] = offset
             m["epoch"] = last_epoch
             m["label"] = f"Fetch offset {offset}" + ("" if last_epoch is None else f", epoch {last_epoch}")

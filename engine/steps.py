@@ -186,6 +186,15 @@ STEP_KINDS: dict[str, StepKind] = {
         "1016-1048",
         "a follower reached the HW and the epoch start: AlterPartition to add it",
     ),
+    # ZooKeeper era (0.8-2.6): Partition.updateIsr at tag 1.1.0, not in the commit linked above
+    "leader_isr_write_failed": StepKind(
+        "broker",
+        "Partition.updateIsr (ZooKeeper era, 1.1.0)",
+        "",
+        "",
+        "the leader's conditional ZooKeeper write of the ISR failed: no session, or the cached "
+        "zkVersion is stale; the leader keeps its ISR",
+    ),
     "leader_commit_isr": StepKind(
         "broker",
         "Partition.handleAlterPartitionUpdate",
