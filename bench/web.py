@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gzip
+import os
 import re
 import socket
 import statistics
@@ -45,10 +46,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(port: int, workers: int = 1) -> subprocess.Popen:
-    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port),
-               "--log-level", "warning", "--workers", str(workers)]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO_ROOT)
+def start_server(port: int, workers: int = 1, serve: bool = False, engine_workers: int | None = None):
+    """uvicorn on app.main:app (the engine inline), or with `serve` the production entry
+    `python -m app.serve` (engine worker processes, slow-client guards)."""
+    env = dict(os.environ)
+    if serve:
+        command = [sys.executable, "-m", "app.serve"]
+        env.update(BUILD_KAFKA_HOST="127.0.0.1", BUILD_KAFKA_PORT=str(port),
+                   BUILD_KAFKA_WEB_WORKERS=str(workers), BUILD_KAFKA_ACCESS_LOG="0",
+                   BUILD_KAFKA_LOG_LEVEL="warning")  # fmt: skip
+        if engine_workers is not None:
+            env["BUILD_KAFKA_ENGINE_WORKERS"] = str(engine_workers)
+    else:
+        command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
+                   "--port", str(port), "--log-level", "warning", "--workers", str(workers)]  # fmt: skip
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
@@ -212,14 +224,16 @@ async def step_updates(port: int, base: str, clients: int, duration_s: float, pa
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--workers", type=int, default=1, help="server processes")
+    parser.add_argument("--serve", action="store_true", help="run the production entry, python -m app.serve")
+    parser.add_argument("--engine-workers", type=int, default=None, help="with --serve: per server process")
     parser.add_argument("--clients", type=int, default=CLIENTS)
     parser.add_argument("--duration", type=float, default=DURATION_S, help="seconds of step updates")
     parser.add_argument("--pause-ms", type=float, default=0, help="each client's pause between steps")
     args = parser.parse_args(argv)
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    process = start_server(port, args.workers)
+    process = start_server(port, args.workers, args.serve, args.engine_workers)
     try:
         first_load(base)
         asyncio.run(step_updates(port, base, args.clients, args.duration, args.pause_ms / 1000))
