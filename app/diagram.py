@@ -353,13 +353,18 @@ def timers_content(
             elapsed = max(0, t_ms - int(last))
             silent = not b.get("alive", True) or is_isolated(b)
             if silent or elapsed > 2 * interval:
-                _add_timer(
-                    visible, clock, bid, "session", "session", elapsed, session,
-                    title=f"Time since the controller last heard B{bid}'s heartbeat; at "
-                    f"broker.session.timeout.ms ({seconds(session)}) it fences the broker",
-                    sentence=f"the controller last heard from B{bid} {seconds(elapsed)} ago; it fences "
-                    f"the broker at {seconds(session)} (broker.session.timeout.ms)",
-                )
+                if ctl.get("kraft", True):
+                    title = (f"Time since the controller last heard B{bid}'s heartbeat; at "
+                             f"broker.session.timeout.ms ({seconds(session)}) it fences the broker")
+                    sentence = (f"the controller last heard from B{bid} {seconds(elapsed)} ago; it fences "
+                                f"the broker at {seconds(session)} (broker.session.timeout.ms)")
+                else:  # before KRaft: a ZooKeeper session (the engine keeps KRaft's timing)
+                    title = (f"Time since B{bid}'s ZooKeeper session last heard from it; when the session "
+                             f"expires ({seconds(session)} here) the controller takes it out of every ISR")
+                    sentence = (f"B{bid}'s ZooKeeper session last heard from it {seconds(elapsed)} ago; it "
+                                f"expires at {seconds(session)} and the controller acts on the expiry")
+                _add_timer(visible, clock, bid, "session", "session", elapsed, session,
+                           title=title, sentence=sentence)  # fmt: skip
     return visible, clock
 
 

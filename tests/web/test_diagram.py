@@ -300,3 +300,28 @@ def test_a_zookeeper_era_controller_shows_no_elr(sim):
     assert "ELR" not in _box_text(presenters.diagram(old, old.scenario))
     today = real(sim, "05", "standard-setup", 5)
     assert "ELR" in _box_text(presenters.diagram(today, today.scenario))
+
+
+def test_before_kraft_the_session_timer_and_the_isr_write_speak_of_zookeeper():
+    """Issue 9: the ZooKeeper-era profiles drew KRaft words (broker.session.timeout.ms,
+    AlterPartition). The session timer names the ZooKeeper session, and the ISR change is the
+    leader's own ZooKeeper write, with no AlterPartition in flight."""
+    import engine
+
+    view = engine_snapshot()
+    view["brokers"]["3"]["last_heartbeat_ms"] = 8_000
+    view["controller"]["kraft"] = False
+    words = " ".join(presenters.diagram(timeline_of(view), {})["description"])
+    assert "ZooKeeper session" in words and "broker.session.timeout.ms" not in words
+    sc = {
+        "version": 1,
+        "kafka_version": "1.1",
+        "actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"},
+                    {"do": "stop_fetching", "broker": 3}, {"do": "produce", "records": ["b"]},
+                    {"do": "advance", "ms": 40_000}],
+    }  # fmt: skip
+    result = engine.simulate(sc, all_views=True, steps=True)
+    # the leader writes the ISR to ZooKeeper itself: no AlterPartition request is ever in flight
+    assert not [m for v in result["views"] for m in v["messages"] if m["kind"].startswith("alter_partition")]
+    shrink = next(s for s in result["steps"] if s["kind"] == "leader_shrink_isr")
+    assert "AlterPartition" not in shrink["text"]
