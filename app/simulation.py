@@ -77,8 +77,15 @@ class ByteBoundedCache:
         return {"hits": self.hits, "misses": self.misses, "entries": len(self.entries), "bytes": self.bytes}
 
 
-def _weigh_tags(value: tuple[list[int], list[int]]) -> int:
-    return 64 + 8 * (len(value[0]) + len(value[1]))
+@dataclass(frozen=True)
+class Tags:
+    actions: list[int]  # the action index of every step (-1 before the first action)
+    starts_ms: list[int]  # when each action began
+    times_ms: list[int]  # each step's simulated time
+
+
+def _weigh_tags(value: Tags) -> int:
+    return 64 + 8 * (len(value.actions) + len(value.starts_ms) + len(value.times_ms))
 
 
 class Simulator:
@@ -118,10 +125,10 @@ class Simulator:
         return engine.simulate(json.loads(key), at_step=at_step)
 
     @staticmethod
-    def _tags_uncached(key: str) -> tuple[list[int], list[int]]:
+    def _tags_uncached(key: str) -> Tags:
         result = engine.simulate(json.loads(key), steps=True)
         tags = [-1 if st["action"] is None else st["action"] for st in result["steps"]]
-        return tags, result["action_t_ms"]
+        return Tags(tags, result["action_t_ms"], [st["t_ms"] for st in result["steps"]])
 
     @staticmethod
     def _profile_uncached(key: str) -> tuple[str, tuple[str, ...]]:
@@ -171,9 +178,9 @@ class Simulator:
             self._memo.popitem(last=False)
         return value
 
-    def tags(self, scenario: dict[str, Any]) -> tuple[list[int], list[int]]:
-        """(the action index of every step, -1 before the first action; when each action began):
-        where in the action list each step happened (read-only, shared)."""
+    def tags(self, scenario: dict[str, Any]) -> Tags:
+        """Where in the action list each step happened, from one run without per-step states
+        (read-only, shared)."""
         return self._tags(canonical_json(scenario))
 
     def profile(self, scenario: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -235,7 +242,8 @@ def fork(
     action was running at that step, and one run of the forked scenario where the fault landed.
     """
     actions = list(scenario.get("actions", []))
-    tags, starts = sim.tags(scenario)
+    found = sim.tags(scenario)
+    tags = found.actions
     total_steps = len(tags)
     step = injected.after_step
     if step > total_steps:
@@ -258,8 +266,7 @@ def fork(
         if not actions or _through(tags, m - 1) == step:
             position, replacement, consumed = m, [new], 0  # the step ends its action
         elif running.get("do") in ("advance", "settle"):
-            steps = sim.full(scenario)["steps"]
-            elapsed_ms = steps[step - 1]["t_ms"] - starts[m - 1]
+            elapsed_ms = found.times_ms[step - 1] - found.starts_ms[m - 1]
             if elapsed_ms <= 0:
                 replacement = [new, running]
             elif running["do"] == "advance":
@@ -276,7 +283,7 @@ def fork(
     forked = actions[:position] + replacement + actions[position + consumed :]
     landed_index = position + replacement.index(new)  # the fault's index in `forked`
     result = _with_actions(scenario, forked)
-    landed_step = _through(sim.tags(result)[0], landed_index)
+    landed_step = _through(sim.tags(result).actions, landed_index)
     return result, landed_step
 
 
@@ -340,10 +347,10 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
     try:
         for injected in actions:
             _check_brokers(scenario, injected)
-            steps_before = len(sim.tags(scenario)[0])
+            steps_before = len(sim.tags(scenario).actions)
             scenario, landed = fork(sim, scenario, injected, notes)
             injected_steps.append(landed)
-            if injected.verb == QUIET and len(sim.tags(scenario)[0]) == steps_before:
+            if injected.verb == QUIET and len(sim.tags(scenario).actions) == steps_before:
                 notes.append(
                     f"Run until quiet (a={injected.encode()}) changed nothing: at step "
                     f"{injected.after_step} nothing is in flight and no broker is waiting to be "
@@ -353,7 +360,7 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
             # A fault at the end of the timeline would otherwise be the last thing that happens:
             # no time passes after it. There it comes with "run until quiet", so it plays out.
             verb, broker = state.inject
-            at_end = state.step >= len(sim.tags(scenario)[0])
+            at_end = state.step >= len(sim.tags(scenario).actions)
             fault = InjectedAction(verb, broker, state.step)
             _check_brokers(scenario, fault)
             scenario, landed = fork(sim, scenario, fault, notes)
