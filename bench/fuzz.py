@@ -159,7 +159,7 @@ def _api_request(rng: random.Random) -> Request:
             {
                 "brokers": [{"id": i} for i in range(1, 10)],
                 "topic": {"replication.factor": 9, "partitions": 12},
-                "replica.fetch.wait.max.ms": 1,
+                "timing": {"replica.fetch.wait.max.ms": 1},
                 "actions": [{"do": "produce", "records": ["a"]}, {"do": "advance", "ms": 230_000}],
             }
         ).encode()

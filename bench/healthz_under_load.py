@@ -28,7 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 HEAVY_API = {
     "brokers": [{"id": i} for i in range(1, 10)],
     "topic": {"replication.factor": 9, "partitions": 12},
-    "replica.fetch.wait.max.ms": 1,
+    "timing": {"replica.fetch.wait.max.ms": 1},
     "actions": [{"do": "produce", "records": ["a"]}, {"do": "advance", "ms": 230_000}],
 }
 
