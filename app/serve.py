@@ -84,7 +84,10 @@ class ServeConfig:
             cpus = len(os.sched_getaffinity(0))
         except AttributeError:
             cpus = os.cpu_count() or 1
-        web = _env_number(env, "BUILD_KAFKA_WEB_WORKERS", min(2, cpus)) or 1
+        # one server process by default: it only parses HTTP and relays, the engine workers do
+        # the work. On 2 cores, 1 server + 2 engine workers gave 321 step updates/s, 2 servers
+        # + 2 x 2 engine workers 249-282/s (bench/web.py --serve), from less contention.
+        web = _env_number(env, "BUILD_KAFKA_WEB_WORKERS", 1 if cpus <= 4 else min(4, cpus // 2)) or 1
         # at least two per server process: a request skips a worker stuck on a heavy run (see
         # app/workers.py), which needs another worker to go to
         engine_default = max(2, default_engine_workers() // web)

@@ -338,9 +338,8 @@ class EnginePool:
 
     def choose(self, key: bytes) -> Worker | None:
         """The key's first worker in rendezvous order, unless it is stuck on a long job or its
-        queue is full; if it is merely busy and the key's second worker is idle, the second
-        (so two requests that arrive together run in parallel, and at most two workers hold
-        one scenario's caches)."""
+        queue is full; if it is busy, the next idle worker in the key's order; if every worker
+        is busy, the shorter queue of the key's first two (where its caches are warm)."""
         order = [self.workers[i] for i in rank(key, len(self.workers))]
         now = time.monotonic()
         cap = self.settings.engine_queue_per_worker
@@ -351,10 +350,13 @@ class EnginePool:
 
         usable = [w for w in order if w.pending < cap and not stuck(w)]
         if usable:
-            first = usable[0]
-            if first.pending > 0 and len(usable) > 1 and usable[1].pending == 0 and usable[1] in order[:2]:
-                return usable[1]
-            return first
+            idle = [w for w in usable if w.pending == 0]
+            if idle:
+                # the first idle worker in the key's order: its own warm caches when they are
+                # free, else a cold worker that replays the scenario once (a few ms) rather than
+                # a queue behind the warm one (a popular beat is many learners on one key)
+                return idle[0]
+            return min(usable[:2], key=lambda w: w.pending)
         open_workers = [w for w in order if w.pending < cap]
         return min(open_workers, key=lambda w: w.pending) if open_workers else None
 

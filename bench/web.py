@@ -148,6 +148,8 @@ async def learner(
     names the geometry shown, X-Panels carries the hashes the last update sent."""
     client = RawClient("127.0.0.1", port)
     held = ""
+    if pause_s:  # learners are not in lockstep: each starts at its own moment within one pause
+        await asyncio.sleep(pause_s * (offset * 7919 % 1000) / 1000)
     n = offset % (len(urls) - 1)
     try:
         while time.monotonic() < deadline:

@@ -191,7 +191,7 @@ def test_the_same_scenario_goes_to_the_same_worker_whatever_the_step():
     assert spread == {0, 1, 2, 3}  # keys spread over every worker
 
 
-def test_a_request_skips_a_stuck_worker_and_a_busy_one_when_its_second_worker_is_idle():
+def test_a_request_skips_a_stuck_worker_and_a_busy_one_when_another_is_idle():
     from app.workers import EnginePool
 
     pool = EnginePool(Settings(engine_workers=3, engine_queue_per_worker=2, engine_spill_after_s=0.25))
@@ -201,7 +201,9 @@ def test_a_request_skips_a_stuck_worker_and_a_busy_one_when_its_second_worker_is
     first.pending = 1
     assert pool.choose(key) is second  # busy, and the second is idle
     second.pending = 1
-    assert pool.choose(key) is first  # both busy: stay with the warm caches
+    assert pool.choose(key) is third  # both busy, the third idle: replay there, do not queue
+    third.pending = 1
+    assert pool.choose(key) is first  # every worker busy: the warm caches' shorter queue
     first.busy_since = time.monotonic() - 1.0  # stuck on a heavy run
     assert pool.choose(key) is second
     second.pending = third.pending = 2  # full queues everywhere but the stuck one's
