@@ -22,16 +22,15 @@ import argparse
 import asyncio
 import collections
 import json
-import os
 import random
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import quote
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_server.py, also when imported by a test
+import _server  # noqa: E402
+
 SCENES = ["04", "04a", "05", "06", "d1", "d2", "d3", "d4", "01", "nope", "05/../06", "%00", "ZZ" * 40]
 KNOBS = [
     "acks",
@@ -249,12 +248,6 @@ def requests(seed: int, n: int) -> list[Request]:
 # -- against a running server -------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def tree_rss_mb(pid: int) -> tuple[float, int, float]:
     """Resident memory of a process and all its descendants (MB), how many processes, and the
     largest single process (MB)."""
@@ -335,36 +328,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--deadline-s", type=float, default=2.0)
     parser.add_argument("--server-cmd", default=f"{sys.executable} -m app.serve")
     args = parser.parse_args(argv)
-    port = free_port()
-    env = dict(
-        os.environ,
-        BUILD_KAFKA_HOST="127.0.0.1",
-        BUILD_KAFKA_PORT=str(port),
-        BUILD_KAFKA_ACCESS_LOG="0",
-        BUILD_KAFKA_LOG_LEVEL="warning",
-        BUILD_KAFKA_RUN_DEADLINE_S=str(args.deadline_s),
-    )
-    log = open("/tmp/fuzz-server.log", "wb")  # noqa: SIM115 - kept open for the server's life
-    server = subprocess.Popen(
-        args.server_cmd.split(), cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    try:
-        import httpx
-
-        for _ in range(300):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        reqs = requests(args.seed, args.count)
+    port = _server.free_port()
+    env = _server.serve_env(port, BUILD_KAFKA_RUN_DEADLINE_S=str(args.deadline_s))
+    reqs = requests(args.seed, args.count)
+    with _server.running(args.server_cmd.split(), port, env, Path("/tmp/fuzz-server.log")) as server:
         out = asyncio.run(run_against(port, reqs, args.concurrency, server.pid))
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
     print(f"{len(reqs)} requests in {out['elapsed']:.0f} s, concurrency {args.concurrency}, seed {args.seed}")
     print("status counts:", dict(sorted(out["statuses"].items(), key=lambda kv: str(kv[0]))))
     limit = args.deadline_s + 1.0

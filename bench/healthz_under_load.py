@@ -14,17 +14,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _server  # noqa: E402
+
 HEAVY_API = {
     "brokers": [{"id": i} for i in range(1, 10)],
     "topic": {"replication.factor": 9, "partitions": 12},
@@ -84,26 +83,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--faults", type=int, default=20, help="injected faults per page (the URL cap)")
     args = parser.parse_args(argv)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ, BUILD_KAFKA_HOST="127.0.0.1", BUILD_KAFKA_PORT=str(port))
-    env.update(BUILD_KAFKA_ACCESS_LOG="0", BUILD_KAFKA_LOG_LEVEL="warning")
-    server = subprocess.Popen([sys.executable, "-m", "app.serve"], cwd=REPO_ROOT, env=env)
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+    port = _server.free_port()
+    with _server.running(None, port):
         asyncio.run(main_async(port, args.duration, args.faults))
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
     return 0
 
 

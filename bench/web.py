@@ -21,55 +21,35 @@ import asyncio
 import gzip
 import os
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _server  # noqa: E402
+
 CLIENTS = 20
 DURATION_S = 30.0
-START_TIMEOUT_S = 30.0
 REQUEST_TIMEOUT_S = 10.0
 SCENE_PATH = "/scenes/05"
 TARGET_P99_MS = 50
 TARGET_FIRST_LOAD_KB = 150
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(port: int, workers: int = 1, serve: bool = False, engine_workers: int | None = None):
+def server_command(port: int, workers: int, serve: bool, engine_workers: int | None):
     """uvicorn on app.main:app (the engine inline), or with `serve` the production entry
-    `python -m app.serve` (engine worker processes, slow-client guards)."""
-    env = dict(os.environ)
+    `python -m app.serve` (engine worker processes, slow-client guards): (command, env)."""
     if serve:
-        command = [sys.executable, "-m", "app.serve"]
-        env.update(BUILD_KAFKA_HOST="127.0.0.1", BUILD_KAFKA_PORT=str(port),
-                   BUILD_KAFKA_WEB_WORKERS=str(workers), BUILD_KAFKA_ACCESS_LOG="0",
-                   BUILD_KAFKA_LOG_LEVEL="warning")  # fmt: skip
+        extra = {"BUILD_KAFKA_WEB_WORKERS": str(workers)}
         if engine_workers is not None:
-            env["BUILD_KAFKA_ENGINE_WORKERS"] = str(engine_workers)
-    else:
-        command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
-                   "--port", str(port), "--log-level", "warning", "--workers", str(workers)]  # fmt: skip
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=env)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-            return process
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    process.terminate()
-    raise SystemExit("uvicorn did not start")
+            extra["BUILD_KAFKA_ENGINE_WORKERS"] = str(engine_workers)
+        return [sys.executable, "-m", "app.serve"], _server.serve_env(port, **extra)
+    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
+               "--port", str(port), "--log-level", "warning", "--workers", str(workers)]  # fmt: skip
+    return command, dict(os.environ)
 
 
 def first_load(base: str) -> None:
@@ -233,19 +213,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--duration", type=float, default=DURATION_S, help="seconds of step updates")
     parser.add_argument("--pause-ms", type=float, default=0, help="each client's pause between steps")
     args = parser.parse_args(argv)
-    port = free_port()
+    port = _server.free_port()
     base = f"http://127.0.0.1:{port}"
-    process = start_server(port, args.workers, args.serve, args.engine_workers)
-    try:
+    command, env = server_command(port, args.workers, args.serve, args.engine_workers)
+    with _server.running(command, port, env):
         first_load(base)
         asyncio.run(step_updates(port, base, args.clients, args.duration, args.pause_ms / 1000))
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
     return 0
 
 
