@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import threading
 import time
 
 import httpx
@@ -40,6 +41,24 @@ async def pooled(**settings):
         await pool.stop()
 
 
+def run_in_own_loop(coroutine) -> None:
+    """asyncio.run in a thread of its own: in the whole suite the browser tests (Playwright's sync
+    API) leave an event loop running in the main thread, where asyncio.run refuses to start."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            asyncio.run(coroutine)
+        except BaseException as exc:  # re-raised in the test's thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
 async def eventually(predicate, what: str) -> None:
     deadline = time.monotonic() + EVENTUALLY_S
     while not predicate():
@@ -66,7 +85,7 @@ def test_pages_render_in_a_worker_exactly_as_inline():
             assert (got.status_code, got.json()) == (want.status_code, want.json())
             assert pool.stats["jobs"] == len(urls) * 2 + 1
 
-    asyncio.run(run())
+    run_in_own_loop(run())
 
 
 def test_a_worker_that_overruns_the_deadline_is_replaced_and_the_request_gets_503():
@@ -85,7 +104,7 @@ def test_a_worker_that_overruns_the_deadline_is_replaced_and_the_request_gets_50
             again = await c.get("/scenes/05?step=4")  # the new worker serves
             assert again.status_code == 200 and "05" in again.text
 
-    asyncio.run(run())
+    run_in_own_loop(run())
 
 
 def test_a_worker_that_died_between_requests_is_replaced_by_the_next_request():
@@ -98,7 +117,7 @@ def test_a_worker_that_died_between_requests_is_replaced_by_the_next_request():
             assert response.status_code == 200
             assert pool.pids()[0] not in (None, dead) and pool.stats["restarts"] == 1
 
-    asyncio.run(run())
+    run_in_own_loop(run())
 
 
 def test_healthz_answers_while_every_worker_is_busy():
@@ -117,7 +136,7 @@ def test_healthz_answers_while_every_worker_is_busy():
                 os.kill(pid, signal.SIGCONT)
             assert [r.status_code for r in await asyncio.gather(*pages)] == [200] * 4
 
-    asyncio.run(run())
+    run_in_own_loop(run())
 
 
 def test_a_client_that_disconnects_cancels_its_work():
@@ -155,7 +174,7 @@ def test_a_client_that_disconnects_cancels_its_work():
             await eventually(lambda: pool.stats["cancelled"] == 1, "the worker dropped the job")
             assert pool.stats["overrun"] == 0 and pool.stats["restarts"] == 0
 
-    asyncio.run(run())
+    run_in_own_loop(run())
 
 
 def test_queues_are_bounded_and_the_overflow_gets_503_with_retry_after():
@@ -173,7 +192,7 @@ def test_queues_are_bounded_and_the_overflow_gets_503_with_retry_after():
             os.kill(pool.pids()[0], signal.SIGCONT)
             assert [r.status_code for r in await asyncio.gather(*queued)] == [200, 200]
 
-    asyncio.run(run())
+    run_in_own_loop(run())
 
 
 def test_the_same_scenario_goes_to_the_same_worker_whatever_the_step():
