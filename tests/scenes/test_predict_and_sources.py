@@ -4,8 +4,8 @@
   balanced: no letter is the answer for more than 40 % of the beats of the built scenes.
 - Learners see public sources only. The reference files behind the course
   (../shared/reference: kafka-semantics.md, kips-and-numbers.md, kafka-claims-verified.md, ...,
-  and the seed documents) stay in TOML comments and tests; no learner-visible string of any scene,
-  and no rendered beat, may name them.
+  and the seed documents) stay in tests (tests/scenes/reference_trail.toml); no scene data file or
+  template, not even in a comment, and no rendered beat may name them.
 """
 
 from __future__ import annotations
@@ -127,3 +127,33 @@ def test_the_rendered_beat_names_no_internal_reference(client, scene_id, beat_id
         assert not hits, (query, hits)
     # each beat's Source line links at least one public source
     assert re.search(r'class="source">Source: <a href="https://', page.text), beat_id
+
+
+REFERENCE_FILE = re.compile(
+    r"kafka-semantics|kips-and-numbers|kafka-claims|kafka-clients-logs|kafka-eos-kraft|shared/reference"
+    r"|\bseeds? 0\d\d\b|\.md\b"
+)
+TRAIL = Path(__file__).parent / "reference_trail.toml"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(DATA.glob("*.toml")) + sorted((DATA.parents[1] / "templates").glob("*.html")),
+    ids=lambda p: p.name,
+)
+def test_learner_facing_files_name_no_reference_file_even_in_comments(path):
+    """Scene data and templates cite public sources only, comments included; the trail back to
+    the reference notes lives in tests/scenes/reference_trail.toml."""
+    lines = enumerate(path.read_text().splitlines(), 1)
+    found = [(n, line[:90]) for n, line in lines if REFERENCE_FILE.search(line)]
+    assert not found, found
+
+
+def test_the_reference_trail_names_entries_that_exist():
+    trail = tomllib.loads(TRAIL.read_text())
+    for name, entries in trail.items():
+        text = (DATA / f"{name}.toml").read_text()
+        ids = set(re.findall(r'^\s*id\s*=\s*"([^"]+)"', text, re.M))
+        unknown = [key for key in entries if key != "_file" and key not in ids]
+        assert not unknown, (name, unknown)
+        assert all(entries[key] for key in entries), name
