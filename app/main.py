@@ -665,14 +665,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers["Retry-After"] = str(retry_after_s)
         return response
 
-    budget_exceeded = getattr(engine, "BudgetExceeded", None)
-    if budget_exceeded is not None:  # issue 9: the engine's per-run budget
-
-        @app.exception_handler(budget_exceeded)
-        async def over_budget(request: Request, exc: Any):
-            if getattr(exc, "kind", "") in ("deadline", "cancelled"):
-                return await unavailable(request.scope, str(exc), max(1, round(settings.run_deadline_s)))
-            return error_page(request, 400 if not _wants_json(request) else 422, "Too much work", str(exc))
+    @app.exception_handler(engine.BudgetExceeded)
+    async def over_budget(request: Request, exc: engine.BudgetExceeded):
+        """A page past its deadline: 503, try again; one too big every time: 400 with the cap."""
+        if not exc.deterministic:
+            return await unavailable(request.scope, str(exc), max(1, round(settings.run_deadline_s)))
+        return error_page(request, 400 if not _wants_json(request) else 422, "Too much work", str(exc))
 
     if pool is not None:  # innermost: a worker's answer and the 503 pass through every layer below
         app.add_middleware(EngineDispatch, pool=pool, unavailable=unavailable)

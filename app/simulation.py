@@ -6,8 +6,9 @@ A scene URL names a beat (a contract scenario from `scenes/`), knob overrides, a
 of injected faults ``VERB:BROKER@STEP``. `build_timeline` turns that into one contract scenario
 and replays it with the engine twice: once with the whole step list (the event log, the
 timeline length) and once with ``at_step`` for the state at the scrubber position. Both calls go
-through an `lru_cache` keyed on the canonical scenario JSON: the URL is the whole state, so a
-result is a pure function of its key and caching is always correct.
+through caches keyed on the canonical scenario JSON and bounded by entries and estimated bytes
+(`ByteBoundedCache`): the URL is the whole state, so a result is a pure function of its key and
+caching is always correct.
 
 Forking. Every engine step carries the index of the action it happened in, so one run of the
 scenario tells which action was running at step s. If that action is an ``advance`` or

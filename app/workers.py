@@ -153,15 +153,6 @@ def picklable_scope(scope: dict[str, Any]) -> dict[str, Any]:
     return picked
 
 
-def budget(deadline_s: float, cancelled: Callable[[], bool]):
-    """`engine.budget(...)` where the engine provides it (issue 9, H2), else no budget: the
-    parent's kill backstop still bounds the time."""
-    make = getattr(engine, "budget", None)
-    if make is None:
-        return contextlib.nullcontext()
-    return make(deadline_s=deadline_s, cancelled=cancelled)
-
-
 # -- the parent's side ------------------------------------------------------------------------
 
 
@@ -567,7 +558,7 @@ def serve(fd: int) -> None:
             continue
         left = deadline_s - (time.monotonic() - started)
         try:
-            with budget(left, cancellation):
+            with engine.budget(deadline_s=left, cancelled=cancellation):
                 messages = loop.run_until_complete(run_job(app, scope, body))
         except Exception:  # the app's CatchAll answers errors; this is a bug in the plumbing
             log.exception("engine worker failed on %s", scope.get("path"))

@@ -41,21 +41,31 @@ SNAPSHOT_BYTES_PER_BROKER = 700
 LOG_ENTRY_BYTES = 50
 
 
+def snapshot_cost(brokers: int, log_entries: int) -> int:
+    """About how many bytes one partition's snapshot holds: the one rule the run's own count
+    (engine/sim.py, while it records) and `estimate_bytes` (on a finished result) share."""
+    return SNAPSHOT_BYTES_PER_BROKER * brokers + LOG_ENTRY_BYTES * log_entries
+
+
+def step_cost(text: str, records: Any) -> int:
+    """About how many bytes one recorded step holds (its text and the records it lists)."""
+    return STEP_BYTES + len(text) + RECORD_BYTES * len(records or ())
+
+
 def snapshot_bytes(snapshot: dict[str, Any]) -> int:
     """About how many bytes one snapshot (`final`, a view) holds."""
     parts = snapshot.get("partitions") or [snapshot]
     total = 0
     for part in parts:
         brokers = part.get("brokers", {}).values()
-        entries = sum(len(b["log"]) for b in brokers)
-        total += SNAPSHOT_BYTES_PER_BROKER * len(brokers) + LOG_ENTRY_BYTES * entries
+        total += snapshot_cost(len(brokers), sum(len(b["log"]) for b in brokers))
     return total
 
 
 def estimate_bytes(result: dict[str, Any]) -> int:
     """About how many bytes a result holds in memory: what caches weigh their entries by."""
     steps = result.get("steps") or ()
-    total = sum(STEP_BYTES + len(st["text"]) + RECORD_BYTES * len(st.get("records") or ()) for st in steps)
+    total = sum(step_cost(st["text"], st.get("records")) for st in steps)
     final = snapshot_bytes(result["final"]) if "final" in result else 0
     views = len(result.get("views") or ()) + (1 if "view" in result else 0) + 1
     return 1024 + total + views * final
