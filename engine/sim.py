@@ -35,7 +35,7 @@ from typing import Any
 from . import budget as _budget
 from .budget import LOG_ENTRY_BYTES, RECORD_BYTES, SNAPSHOT_BYTES_PER_BROKER, STEP_BYTES, BudgetExceeded
 from .scenario import Config, Limits, ScenarioError
-from .steps import STEP_KINDS
+from .steps import step_kind
 
 NETWORK_DELAY_MS = 1
 NO_LEADER = -1
@@ -376,7 +376,7 @@ class Sim:
                 "actor": actor,
                 "kind": kind,
                 "text": text,
-                "code": STEP_KINDS[kind].code,
+                "code": step_kind(kind, self.kraft).code,
                 "action": self.action,
             }
             if extra:
@@ -1458,7 +1458,11 @@ class Sim:
             L.zk_fail = None
             L.isr = list(new)
             L.maximal = list(new)
-            self.step(kind, f"broker-{L.id}", text.replace("asks to", "writes"), broker=L.id)
+            written = (
+                f"writes ISR {_fmt_set(new)} to ZooKeeper (conditional on zkVersion {L.partition_epoch})"
+            )
+            text = text.replace(f"asks to {direction} the ISR to {_fmt_set(new)}", written)
+            self.step(kind, f"broker-{L.id}", text, broker=L.id)
             self._ctl_alter_partition(L.id, L.leader_epoch, L.partition_epoch, list(new), direct=True)
             L.partition_epoch = c.partition_epoch  # zkVersion = newVersion on success
             self._maybe_increment_hw(L)
@@ -1722,7 +1726,8 @@ class Sim:
                     kind,
                     "controller",
                     f"The controller elects B{leader} leader at epoch {c.leader_epoch}: {detail}; "
-                    f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else ""),
+                    f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else "")
+                    + ("" if self.kraft else "; it writes both to ZooKeeper and sends LeaderAndIsr"),
                 )
 
     def _broker_heartbeat(self, bid: int, inc: int) -> None:
@@ -1745,7 +1750,13 @@ class Sim:
         if r.fenced and r.registered and not r.shutting:
             r.fenced = False
             self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=-1)
-            self.step("controller_unfence_broker", "controller", f"The controller unfences B{bid}")
+            self.step(
+                "controller_unfence_broker",
+                "controller",
+                f"The controller unfences B{bid}"
+                if self.kraft
+                else f"The controller sees B{bid} registered in ZooKeeper again: it is live",
+            )
             self._ctl_broker_available(bid)
         if self.brokers[bid].partition_epoch < self.ctl.partition_epoch and bid in self.replicas:
             self._publish(only=bid)
@@ -1809,7 +1820,12 @@ class Sim:
         self.step(
             "controller_register_broker",
             "controller",
-            f"B{bid} registers a new incarnation after {'a clean' if clean else 'an unclean'} shutdown"
+            (
+                f"B{bid} registers a new incarnation after {'a clean' if clean else 'an unclean'} shutdown"
+                if self.kraft
+                else f"B{bid} starts a new ZooKeeper session and registers under /brokers/ids/{bid} after "
+                f"{'a clean' if clean else 'an unclean'} shutdown"
+            )
             + (
                 "; it is removed from the ISR and the ELR" if unclean_restart and bid in c.isr + c.elr else ""
             ),
@@ -2168,7 +2184,8 @@ class Sim:
             self.step(
                 "broker_stop_fetching",
                 "operator",
-                f"B{bid} stops fetching (still alive and heartbeating)",
+                f"B{bid} stops fetching (still alive and "
+                + ("heartbeating)" if self.kraft else "its ZooKeeper session lives)"),
                 broker=bid,
             )
 
@@ -2369,6 +2386,9 @@ class Sim:
             m["isr"] = list(meta["isr"])
             lead = f"B{meta['leader']}" if meta["leader"] != NO_LEADER else "none"
             m["label"] = f"Leader {lead}, epoch {meta['leader_epoch']}, ISR {_fmt_set(meta['isr'])}"
+            if not self.kraft:  # the ZooKeeper-era controller's request (UpdateMetadata aside)
+                m["api"] = "LeaderAndIsr"
+                m["label"] = "LeaderAndIsr: " + m["label"]
         else:  # the broker lifecycle: heartbeat, registration, controlled shutdown
             api = _LIFECYCLE_API[fn.__func__]
             m["api"] = api if self.kraft else "ZooKeeper session"

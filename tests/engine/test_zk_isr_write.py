@@ -14,11 +14,13 @@ from scenario_builders import (
     FENCE_MS,
     REJOIN_MS,
     advance,
+    crash,
     heal,
     isolate,
     mark,
     part,
     produce,
+    restart,
     resume_fetching,
     run,
     scenario,
@@ -124,3 +126,51 @@ def test_s4_4_stale_zkversion_leader_does_not_put_shut_down_brokers_back(version
     r = run(sc)
     assert sorted(part(r)["isr"]) == [1, 4]
     assert not ({2, 3} & set(part(r)["isr"]))
+
+
+KRAFT_WORDS = ("broker.session.timeout.ms", "The controller commits ISR", "AlterPartition", "metadata log",
+               "heartbeating", "registers a new incarnation", "unfences")
+
+
+@pytest.mark.parametrize("version", ZK_ERA)
+def test_zk_era_steps_speak_zookeeper(version):
+    """§4.4 / S14 in the ZooKeeper era's own words: sessions expire (not broker.session.timeout.ms),
+    the leader writes the ISR to ZooKeeper with its zkVersion (no AlterPartition, no controller
+    commit), the controller sends LeaderAndIsr, and each step names and links the 1.1.0 code."""
+    from engine.steps import ZK_ERA_TAG, step_kind
+
+    sc = scenario(
+        produce("a"), settle(), stop_fetching(3), produce("b"), advance(25_000),
+        resume_fetching(3), advance(2_000), crash(1), advance(FENCE_MS), restart(1), advance(REJOIN_MS),
+        kafka_version=version,
+    )
+    r = run(sc, steps=True, all_views=True)
+    texts = [s["text"] for s in r["steps"]]
+    for word in KRAFT_WORDS:
+        assert not [t for t in texts if word in t], word
+    kinds = {s["kind"] for s in r["steps"]}
+    assert {"leader_shrink_isr", "leader_expand_isr", "controller_alter_partition",
+            "controller_fence_broker", "controller_elect_leader"} <= kinds
+    for s in r["steps"]:
+        k = step_kind(s["kind"], kraft=False)
+        assert s["code"] == k.code
+        for word in KRAFT_WORDS:
+            assert word not in k.summary, (s["kind"], word)
+        if k.url and s["kind"] in ("leader_shrink_isr", "controller_fence_broker", "controller_elect_leader"):
+            assert f"/blob/{ZK_ERA_TAG}/" in k.url
+    assert any("ZooKeeper" in t and "zkVersion" in t for t in texts)
+    assert any("sends LeaderAndIsr" in t for t in texts)
+    labels = [m["label"] for v in r["views"] for m in v.get("messages", []) if m["kind"] == "metadata"]
+    assert labels and all(lb.startswith("LeaderAndIsr: ") for lb in labels)
+
+
+def test_kraft_steps_keep_kraft_words():
+    """The same story on 4.1 still speaks KRaft (AlterPartition, the controller's commit)."""
+    from engine.steps import STEP_KINDS, step_kind
+
+    sc = scenario(
+        produce("a"), settle(), stop_fetching(3), produce("b"), advance(50_000), kafka_version="4.1"
+    )
+    r = run(sc, steps=True)
+    assert any("The controller commits ISR" in s["text"] for s in r["steps"])
+    assert all(s["code"] == STEP_KINDS[s["kind"]].code == step_kind(s["kind"]).code for s in r["steps"])
