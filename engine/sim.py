@@ -2225,14 +2225,33 @@ class Sim:
             # admin election does. Brokers fenced or unfenced later elect uncleanly at once.
         elif key == "min.insync.replicas":
             c.min_isr = int(value)
-            if self.cfg.elr and (c.elr or c.lke):
-                c.elr, c.lke = [], []  # changing min ISR clears the topic's ELR (ops docs, KIP-966)
-                c.partition_epoch += 1
-                self._publish()
             # ref: kafka-semantics.md §3.1. A config change is not a high-watermark trigger: in
             # Partition.scala (commit 1eb7644, 2024) maybeIncrementLeaderHW is called from makeLeader,
-            # updateFollowerFetchState, appendRecordsToLeader and the ISR-commit path only. The new
-            # value is read at the next of those (and by parked produces when they are next checked).
+            # updateFollowerFetchState, appendRecordsToLeader and the ISR-commit path only, and the
+            # broker's TopicConfigHandler.updateLogConfig (ConfigHandler.scala) only swaps the log
+            # config. The new value is read at the next of those (and by parked produces when next
+            # checked).
+            if self.cfg.elr:
+                # ref: KAFKA-16540 (PR #18148, 4.0): with ELR on, the controller answers every
+                # min.insync.replicas update with a ClearElrRecord for the topic, even one that sets
+                # the same value (noted in PR #20237's review; the 4.1 operations docs say so for the
+                # cluster default). Replaying it empties eligibleLeaderReplicas and lastKnownElr and
+                # changes (bumps the epoch of) only partitions where either was non-empty (KAFKA-18649,
+                # PR #18708). A leader applies such a change through makeLeader, which does run
+                # maybeIncrementLeaderHW (Partition.scala 822, commit 1eb7644): one hop later.
+                self.mrec("ClearElrRecord", topicName="topic")
+                if c.elr or c.lke:
+                    old_elr, old_lke = list(c.elr), list(c.lke)
+                    c.elr, c.lke = [], []
+                    c.partition_epoch += 1
+                    self._publish()
+                    self.step(
+                        "controller_update_elr",
+                        "controller",
+                        f"min.insync.replicas was set, so the controller clears the topic's ELR "
+                        f"{_fmt_set(old_elr)} and last known ELR {_fmt_set(old_lke)} (ClearElrRecord; "
+                        f"it does so even when the value is unchanged); partition epoch {c.partition_epoch}",
+                    )
         elif key == "flush.messages":
             self.flush_messages = value
 
