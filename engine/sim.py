@@ -62,10 +62,11 @@ REFRESH_METADATA = frozenset(
 class FollowerState:
     """The leader's bookkeeping about one follower (Replica.scala 30-55)."""
 
-    __slots__ = ("leo", "last_fetch_leader_leo", "last_fetch_time", "last_caught_up")
+    __slots__ = ("leo", "last_fetch_leader_leo", "last_fetch_time", "last_caught_up", "last_gen")
 
     def __init__(self, now: int, in_isr: bool):
         self.leo = UNKNOWN
+        self.last_gen = -1  # the follower's number of the newest fetch this leader has handled
         self.last_fetch_leader_leo = UNKNOWN
         self.last_fetch_time = now
         self.last_caught_up = now if in_isr else NEVER
@@ -1065,13 +1066,20 @@ class Sim:
     ) -> None:
         L = self.brokers[lid]
         f = self.brokers[fid]
-        if (inc != -1 and f.inc != inc) or f.fetch_gen != gen:
+        if inc != -1 and f.inc != inc:
             # ref: kafka-semantics.md §3.3, §4.3. A fetch from an earlier incarnation of the follower
-            # is refused: the leader fences a fetch-state update carrying a stale broker epoch
-            # (Replica.updateFetchStateOrThrow, KIP-903, 3.5; KIP-380 broker epoch). A fetch its
-            # fetcher abandoned (stop_fetching, or a newer fetch already sent) went with its
-            # connection; requests on one connection are handled in order, so an older fetch never
-            # overwrites a newer one. Simplified: one rule for every profile, the request dropped.
+            # is refused: the leader fences a fetch-state update whose broker epoch is older than the
+            # one it has for that broker (Replica.updateFetchStateOrThrow, commit 1eb7644; KIP-903,
+            # 3.5, KRaft only). Simplified: the engine fences it in every profile, although before
+            # 3.5 (and under ZooKeeper) such a delayed fetch could be applied -- the bug KIP-903 fixed.
+            return
+        st0 = L.fstate.get(fid) if L.role == "leader" else None
+        if st0 is not None and gen < st0.last_gen:
+            # One fetcher thread and connection per leader, one fetch in flight: Kafka handles a
+            # follower's fetches in the order they were sent, so an older fetch (one its fetcher
+            # abandoned on stop_fetching, overtaken here by a newer one) was handled before the
+            # newer one and cannot move the leader's record of the follower's LEO back. An abandoned
+            # fetch that arrives first is handled as Kafka would; the follower discards its answer.
             return
         if L.role != "leader" or fid not in L.fstate:
             self.send(
@@ -1132,6 +1140,7 @@ class Sim:
             )
         initial_hw = L.hw  # P 1526-1531: the HW is read before this fetch's position is applied
         st = L.fstate[fid]
+        st.last_gen = gen
         old_leo = st.leo
         self._update_follower_state(L, st, offset)
         if offset < len(L.log):
