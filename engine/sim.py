@@ -1409,15 +1409,16 @@ class Sim:
         st = L.fstate[fid]
         if st.leo < L.hw:
             return
-        if self.prof.leader_epochs and st.leo < L.epoch_start:
-            return  # P 1061-1066: the follower must reach the current epoch's start
+        join_epoch = self.prof.leader_epochs and self.prof.isr_join_needs_epoch_start
+        if join_epoch and st.leo < L.epoch_start:
+            return  # P 1061-1066: the follower must reach the current epoch's start (2.1, KAFKA-7128)
         new = L.isr + [fid]
         self._request_isr_change(
             L,
             new,
             "expand",
             f"B{fid} reached the HW {L.hw}"
-            + (f" and the epoch start {L.epoch_start}" if self.prof.leader_epochs else "")
+            + (f" and the epoch start {L.epoch_start}" if join_epoch else "")
             + f"; B{L.id} asks to expand the ISR to {_fmt_set(new)}",
         )
 
