@@ -113,7 +113,8 @@ _V1_1 = replace(
     label="Kafka 1.1 (historic)",
     description="History, not today's Kafka: leader epochs exist (KIP-101, 0.11) but a leader that does "
     "not know the follower's epoch answers with the start of its next epoch (fixed by KIP-279 in 2.0); "
-    "no AlterPartition, no high-watermark freeze, unclean election off by default.",
+    "a follower joins the ISR once it reaches the HW, even below the leader's epoch start (KAFKA-7128 came "
+    "in 2.1); no AlterPartition, no high-watermark freeze, unclean election off by default.",
     idempotence_available=True,  # 0.11 (KIP-98)
     unclean_default=False,  # 0.11 (KIP-106)
     leader_epochs=True,  # 0.11 (KIP-101)
