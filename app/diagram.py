@@ -221,7 +221,9 @@ def _message_text(m: dict[str, Any]) -> str:
     if kind == "metadata":
         lead = m.get("leader")
         lead_text = f"B{lead}" if lead not in (None, -1) else "none"
-        return f"metadata: leader {lead_text} e{m.get('leader_epoch')}, ISR {_set(m.get('isr'))}"
+        # before KRaft the controller sent LeaderAndIsr; the engine names it in `api`
+        what = "LeaderAndIsr" if m.get("api") == "LeaderAndIsr" else "metadata"
+        return f"{what}: leader {lead_text} e{m.get('leader_epoch')}, ISR {_set(m.get('isr'))}"
     return str(m.get("api") or m.get("label") or kind)
 
 

@@ -26,6 +26,7 @@ from app.simulation import Timeline
 from app.sources import link_citations
 from app.state import INJECT_VERBS, QUIET, InjectedAction, SceneState, format_value, knob_choices
 from engine.steps import STEP_KINDS
+from engine.steps import step_kind as engine_step_kind
 
 TOP_MAX_INFLIGHT_LINES = 3
 
@@ -929,7 +930,9 @@ def event_log(timeline: Timeline, max_lines: int) -> dict[str, Any]:
 def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
     current = timeline.current
     kind = current.get("kind") if current else None
-    step_kind = STEP_KINDS.get(kind) if kind else None
+    # a ZooKeeper-era run names and links the steps as that era's code did (engine.steps)
+    kraft = (timeline.view.get("controller") or {}).get("kraft", True)
+    step_kind = engine_step_kind(kind, kraft) if kind in STEP_KINDS else None
     blocks = []
     for block in scene.pseudocode:
         lines = []

@@ -56,6 +56,9 @@ class Profile:
     periodic_unclean_check: bool  # unclean.leader.election.interval.ms task (3.9 deferred, 4.0 periodic)
     session_guards_reregistration: bool  # KRaft refuses a new incarnation while the old session lives
     kip279: bool = True  # 2.0: the leader answers the largest epoch <= the one asked, the follower iterates
+    # 2.1 (KAFKA-7128): a follower joins the ISR only once it also reaches the leader's epoch start
+    # offset; 1.1's Partition.maybeExpandIsr checks the HW alone
+    isr_join_needs_epoch_start: bool = True
     # 4.x keeps a cleanly shut-down broker's session until it expires, so it cannot re-register
     # for about broker.session.timeout.ms (kafka-claims-verified.md N4); 3.9 did not
     fenced_keeps_session: bool = False
@@ -110,11 +113,13 @@ _V1_1 = replace(
     label="Kafka 1.1 (historic)",
     description="History, not today's Kafka: leader epochs exist (KIP-101, 0.11) but a leader that does "
     "not know the follower's epoch answers with the start of its next epoch (fixed by KIP-279 in 2.0); "
-    "no AlterPartition, no high-watermark freeze, unclean election off by default.",
+    "a follower joins the ISR once it reaches the HW, even below the leader's epoch start (KAFKA-7128 came "
+    "in 2.1); no AlterPartition, no high-watermark freeze, unclean election off by default.",
     idempotence_available=True,  # 0.11 (KIP-98)
     unclean_default=False,  # 0.11 (KIP-106)
     leader_epochs=True,  # 0.11 (KIP-101)
     kip279=False,
+    isr_join_needs_epoch_start=False,  # 2.1 (KAFKA-7128)
 )
 _V3_6 = replace(
     _V1_1,
@@ -128,6 +133,7 @@ _V3_6 = replace(
     retries_default=RETRIES_MAX,  # 2.1
     lag_time_default_ms=30_000,  # 2.5
     kip279=True,  # 2.0
+    isr_join_needs_epoch_start=True,  # 2.1 (KAFKA-7128)
     alter_partition=True,  # 2.7 (KIP-497)
     recovering_state=True,  # 3.2 (KIP-704)
     fenced_not_eligible=True,  # 3.6 (KAFKA-15021)

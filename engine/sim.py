@@ -35,7 +35,7 @@ from typing import Any
 from . import budget as _budget
 from .budget import BudgetExceeded
 from .scenario import Config, Limits, ScenarioError
-from .steps import STEP_KINDS
+from .steps import step_kind
 
 NETWORK_DELAY_MS = 1
 NO_LEADER = -1
@@ -62,10 +62,11 @@ REFRESH_METADATA = frozenset(
 class FollowerState:
     """The leader's bookkeeping about one follower (Replica.scala 30-55)."""
 
-    __slots__ = ("leo", "last_fetch_leader_leo", "last_fetch_time", "last_caught_up")
+    __slots__ = ("leo", "last_fetch_leader_leo", "last_fetch_time", "last_caught_up", "last_gen")
 
     def __init__(self, now: int, in_isr: bool):
         self.leo = UNKNOWN
+        self.last_gen = -1  # the follower's number of the newest fetch this leader has handled
         self.last_fetch_leader_leo = UNKNOWN
         self.last_fetch_time = now
         self.last_caught_up = now if in_isr else NEVER
@@ -376,7 +377,7 @@ class Sim:
                 "actor": actor,
                 "kind": kind,
                 "text": text,
-                "code": STEP_KINDS[kind].code,
+                "code": step_kind(kind, self.kraft).code,
                 "action": self.action,
             }
             if extra:
@@ -1063,13 +1064,20 @@ class Sim:
     ) -> None:
         L = self.brokers[lid]
         f = self.brokers[fid]
-        if (inc != -1 and f.inc != inc) or f.fetch_gen != gen:
+        if inc != -1 and f.inc != inc:
             # ref: kafka-semantics.md §3.3, §4.3. A fetch from an earlier incarnation of the follower
-            # is refused: the leader fences a fetch-state update carrying a stale broker epoch
-            # (Replica.updateFetchStateOrThrow, KIP-903, 3.5; KIP-380 broker epoch). A fetch its
-            # fetcher abandoned (stop_fetching, or a newer fetch already sent) went with its
-            # connection; requests on one connection are handled in order, so an older fetch never
-            # overwrites a newer one. Simplified: one rule for every profile, the request dropped.
+            # is refused: the leader fences a fetch-state update whose broker epoch is older than the
+            # one it has for that broker (Replica.updateFetchStateOrThrow, commit 1eb7644; KIP-903,
+            # 3.5, KRaft only). Simplified: the engine fences it in every profile, although before
+            # 3.5 (and under ZooKeeper) such a delayed fetch could be applied -- the bug KIP-903 fixed.
+            return
+        st0 = L.fstate.get(fid) if L.role == "leader" else None
+        if st0 is not None and gen < st0.last_gen:
+            # One fetcher thread and connection per leader, one fetch in flight: Kafka handles a
+            # follower's fetches in the order they were sent, so an older fetch (one its fetcher
+            # abandoned on stop_fetching, overtaken here by a newer one) was handled before the
+            # newer one and cannot move the leader's record of the follower's LEO back. An abandoned
+            # fetch that arrives first is handled as Kafka would; the follower discards its answer.
             return
         if L.role != "leader" or fid not in L.fstate:
             self.send(
@@ -1130,6 +1138,7 @@ class Sim:
             )
         initial_hw = L.hw  # P 1526-1531: the HW is read before this fetch's position is applied
         st = L.fstate[fid]
+        st.last_gen = gen
         old_leo = st.leo
         self._update_follower_state(L, st, offset)
         if offset < len(L.log):
@@ -1398,15 +1407,16 @@ class Sim:
         st = L.fstate[fid]
         if st.leo < L.hw:
             return
-        if self.prof.leader_epochs and st.leo < L.epoch_start:
-            return  # P 1061-1066: the follower must reach the current epoch's start
+        join_epoch = self.prof.leader_epochs and self.prof.isr_join_needs_epoch_start
+        if join_epoch and st.leo < L.epoch_start:
+            return  # P 1061-1066: the follower must reach the current epoch's start (2.1, KAFKA-7128)
         new = L.isr + [fid]
         self._request_isr_change(
             L,
             new,
             "expand",
             f"B{fid} reached the HW {L.hw}"
-            + (f" and the epoch start {L.epoch_start}" if self.prof.leader_epochs else "")
+            + (f" and the epoch start {L.epoch_start}" if join_epoch else "")
             + f"; B{L.id} asks to expand the ISR to {_fmt_set(new)}",
         )
 
@@ -1456,7 +1466,11 @@ class Sim:
             L.zk_fail = None
             L.isr = list(new)
             L.maximal = list(new)
-            self.step(kind, f"broker-{L.id}", text.replace("asks to", "writes"), broker=L.id)
+            written = (
+                f"writes ISR {_fmt_set(new)} to ZooKeeper (conditional on zkVersion {L.partition_epoch})"
+            )
+            text = text.replace(f"asks to {direction} the ISR to {_fmt_set(new)}", written)
+            self.step(kind, f"broker-{L.id}", text, broker=L.id)
             self._ctl_alter_partition(L.id, L.leader_epoch, L.partition_epoch, list(new), direct=True)
             L.partition_epoch = c.partition_epoch  # zkVersion = newVersion on success
             self._maybe_increment_hw(L)
@@ -1720,7 +1734,8 @@ class Sim:
                     kind,
                     "controller",
                     f"The controller elects B{leader} leader at epoch {c.leader_epoch}: {detail}; "
-                    f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else ""),
+                    f"ISR {_fmt_set(new_isr)}" + (", RECOVERING" if new_recovery == "RECOVERING" else "")
+                    + ("" if self.kraft else "; it writes both to ZooKeeper and sends LeaderAndIsr"),
                 )
 
     def _broker_heartbeat(self, bid: int, inc: int) -> None:
@@ -1743,7 +1758,13 @@ class Sim:
         if r.fenced and r.registered and not r.shutting:
             r.fenced = False
             self.mrec("BrokerRegistrationChangeRecord", brokerId=bid, brokerEpoch=r.epoch, fenced=-1)
-            self.step("controller_unfence_broker", "controller", f"The controller unfences B{bid}")
+            self.step(
+                "controller_unfence_broker",
+                "controller",
+                f"The controller unfences B{bid}"
+                if self.kraft
+                else f"The controller sees B{bid} registered in ZooKeeper again: it is live",
+            )
             self._ctl_broker_available(bid)
         if self.brokers[bid].partition_epoch < self.ctl.partition_epoch and bid in self.replicas:
             self._publish(only=bid)
@@ -1807,7 +1828,12 @@ class Sim:
         self.step(
             "controller_register_broker",
             "controller",
-            f"B{bid} registers a new incarnation after {'a clean' if clean else 'an unclean'} shutdown"
+            (
+                f"B{bid} registers a new incarnation after {'a clean' if clean else 'an unclean'} shutdown"
+                if self.kraft
+                else f"B{bid} starts a new ZooKeeper session and registers under /brokers/ids/{bid} after "
+                f"{'a clean' if clean else 'an unclean'} shutdown"
+            )
             + (
                 "; it is removed from the ISR and the ELR" if unclean_restart and bid in c.isr + c.elr else ""
             ),
@@ -2166,7 +2192,8 @@ class Sim:
             self.step(
                 "broker_stop_fetching",
                 "operator",
-                f"B{bid} stops fetching (still alive and heartbeating)",
+                f"B{bid} stops fetching (still alive and "
+                + ("heartbeating)" if self.kraft else "its ZooKeeper session lives)"),
                 broker=bid,
             )
 
@@ -2206,14 +2233,33 @@ class Sim:
             # admin election does. Brokers fenced or unfenced later elect uncleanly at once.
         elif key == "min.insync.replicas":
             c.min_isr = int(value)
-            if self.cfg.elr and (c.elr or c.lke):
-                c.elr, c.lke = [], []  # changing min ISR clears the topic's ELR (ops docs, KIP-966)
-                c.partition_epoch += 1
-                self._publish()
             # ref: kafka-semantics.md §3.1. A config change is not a high-watermark trigger: in
             # Partition.scala (commit 1eb7644, 2024) maybeIncrementLeaderHW is called from makeLeader,
-            # updateFollowerFetchState, appendRecordsToLeader and the ISR-commit path only. The new
-            # value is read at the next of those (and by parked produces when they are next checked).
+            # updateFollowerFetchState, appendRecordsToLeader and the ISR-commit path only, and the
+            # broker's TopicConfigHandler.updateLogConfig (ConfigHandler.scala) only swaps the log
+            # config. The new value is read at the next of those (and by parked produces when next
+            # checked).
+            if self.cfg.elr:
+                # ref: KAFKA-16540 (PR #18148, 4.0): with ELR on, the controller answers every
+                # min.insync.replicas update with a ClearElrRecord for the topic, even one that sets
+                # the same value (noted in PR #20237's review; the 4.1 operations docs say so for the
+                # cluster default). Replaying it empties eligibleLeaderReplicas and lastKnownElr and
+                # changes (bumps the epoch of) only partitions where either was non-empty (KAFKA-18649,
+                # PR #18708). A leader applies such a change through makeLeader, which does run
+                # maybeIncrementLeaderHW (Partition.scala 822, commit 1eb7644): one hop later.
+                self.mrec("ClearElrRecord", topicName="topic")
+                if c.elr or c.lke:
+                    old_elr, old_lke = list(c.elr), list(c.lke)
+                    c.elr, c.lke = [], []
+                    c.partition_epoch += 1
+                    self._publish()
+                    self.step(
+                        "controller_update_elr",
+                        "controller",
+                        f"min.insync.replicas was set, so the controller clears the topic's ELR "
+                        f"{_fmt_set(old_elr)} and last known ELR {_fmt_set(old_lke)} (ClearElrRecord; "
+                        f"it does so even when the value is unchanged); partition epoch {c.partition_epoch}",
+                    )
         elif key == "flush.messages":
             self.flush_messages = value
 
@@ -2367,6 +2413,9 @@ class Sim:
             m["isr"] = list(meta["isr"])
             lead = f"B{meta['leader']}" if meta["leader"] != NO_LEADER else "none"
             m["label"] = f"Leader {lead}, epoch {meta['leader_epoch']}, ISR {_fmt_set(meta['isr'])}"
+            if not self.kraft:  # the ZooKeeper-era controller's request (UpdateMetadata aside)
+                m["api"] = "LeaderAndIsr"
+                m["label"] = "LeaderAndIsr: " + m["label"]
         else:  # the broker lifecycle: heartbeat, registration, controlled shutdown
             api = _LIFECYCLE_API[fn.__func__]
             m["api"] = api if self.kraft else "ZooKeeper session"

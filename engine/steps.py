@@ -10,10 +10,13 @@ renaming one is a breaking change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 KAFKA_SOURCE_COMMIT = "1eb7644349cb07139d6a3c1ad1986979647cac99"
 KAFKA_SOURCE_BASE_URL = f"https://github.com/apache/kafka/blob/{KAFKA_SOURCE_COMMIT}/"
+# The ZooKeeper-era steps (profiles 0.8, 0.10, 1.1) cite the last release before KIP-500 work began
+# to reshape the controller; their line ranges refer to this tag.
+ZK_ERA_TAG = "1.1.0"
 
 _P = "core/src/main/scala/kafka/cluster/Partition.scala"
 _REP = "core/src/main/scala/kafka/cluster/Replica.scala"
@@ -36,19 +39,21 @@ class StepKind:
     actor: str  # "producer", "broker", "controller" or "operator"
     code: str  # the Kafka function this step paraphrases
     path: str  # source file relative to the repository root; "" for a fault with no Kafka code
-    lines: str  # line range at KAFKA_SOURCE_COMMIT as cited in the reference, "" when none is cited
+    lines: str  # line range at `rev` as cited in the reference, "" when none is cited
     summary: str
+    rev: str = KAFKA_SOURCE_COMMIT  # the commit or tag `path` and `lines` refer to
 
     @property
     def url(self) -> str | None:
         """A link to the paraphrased source, or None for faults that have no Kafka code."""
         if not self.path:
             return None
+        base = f"https://github.com/apache/kafka/blob/{self.rev}/"
         if not self.lines:
-            return f"{KAFKA_SOURCE_BASE_URL}{self.path}"
+            return f"{base}{self.path}"
         first, _, last = self.lines.partition("-")
         anchor = f"#L{first}" + (f"-L{last}" if last else "")
-        return f"{KAFKA_SOURCE_BASE_URL}{self.path}{anchor}"
+        return f"{base}{self.path}{anchor}"
 
 
 STEP_KINDS: dict[str, StepKind] = {
@@ -186,14 +191,15 @@ STEP_KINDS: dict[str, StepKind] = {
         "1016-1048",
         "a follower reached the HW and the epoch start: AlterPartition to add it",
     ),
-    # ZooKeeper era (0.8-2.6): Partition.updateIsr at tag 1.1.0, not in the commit linked above
+    # ZooKeeper era only (0.8-2.6): the leader wrote the ISR to ZooKeeper itself (before KIP-497)
     "leader_isr_write_failed": StepKind(
         "broker",
-        "Partition.updateIsr (ZooKeeper era, 1.1.0)",
-        "",
-        "",
+        "Partition.updateIsr",
+        _P,
+        "667-681",
         "the leader's conditional ZooKeeper write of the ISR failed: no session, or the cached "
         "zkVersion is stale; the leader keeps its ISR",
+        rev=ZK_ERA_TAG,
     ),
     "leader_commit_isr": StepKind(
         "broker",
@@ -424,3 +430,143 @@ STEP_KINDS: dict[str, StepKind] = {
         "the leader-epoch cache records where an epoch starts",
     ),
 }
+
+
+# The same steps in a ZooKeeper-era cluster (profiles 0.8, 0.10 and 1.1): the controller there read
+# broker liveness from ZooKeeper sessions, elected in PartitionStateMachine and told brokers with
+# LeaderAndIsr requests, and a leader changed the ISR by a conditional ZooKeeper write of its own.
+# Kinds not listed read the same in both eras. Line ranges are at ZK_ERA_TAG.
+_ZK_P = "core/src/main/scala/kafka/cluster/Partition.scala"
+_ZK_KC = "core/src/main/scala/kafka/controller/KafkaController.scala"
+_ZK_PSM = "core/src/main/scala/kafka/controller/PartitionStateMachine.scala"
+_ZK_RU = "core/src/main/scala/kafka/utils/ReplicationUtils.scala"
+_ZK_KS = "core/src/main/scala/kafka/server/KafkaServer.scala"
+_ZK_KZK = "core/src/main/scala/kafka/zk/KafkaZkClient.scala"
+
+
+def _zk(kind: str, code: str, path: str, lines: str, summary: str) -> StepKind:
+    return replace(STEP_KINDS[kind], code=code, path=path, lines=lines, summary=summary, rev=ZK_ERA_TAG)
+
+
+ZK_STEP_KINDS: dict[str, StepKind] = {
+    "leader_shrink_isr": _zk(
+        "leader_shrink_isr",
+        "Partition.maybeShrinkIsr",
+        _ZK_P,
+        "502-529",
+        "a follower is out of sync: the leader writes the smaller ISR to ZooKeeper, conditional on "
+        "its cached zkVersion, and uses it only if the write succeeds",
+    ),
+    "leader_expand_isr": _zk(
+        "leader_expand_isr",
+        "Partition.maybeExpandIsr",
+        _ZK_P,
+        "368-391",
+        "a follower reached the HW: the leader writes the larger ISR to ZooKeeper, conditional on "
+        "its cached zkVersion",
+    ),
+    "controller_alter_partition": _zk(
+        "controller_alter_partition",
+        "ReplicationUtils.updateLeaderAndIsr",
+        _ZK_RU,
+        "27-36",
+        "ZooKeeper accepts the leader's ISR write (its zkVersion matched); the leader records an ISR "
+        "change notification for the controller",
+    ),
+    "controller_fence_broker": _zk(
+        "controller_fence_broker",
+        "KafkaController.onBrokerFailure",
+        _ZK_KC,
+        "395-405",
+        "the broker's ZooKeeper session expired: the controller moves its leaderships, removes it "
+        "from every ISR in ZooKeeper and sends LeaderAndIsr",
+    ),
+    "controller_unfence_broker": _zk(
+        "controller_unfence_broker",
+        "KafkaController.onBrokerStartup",
+        _ZK_KC,
+        "342-373",
+        "the controller sees the broker registered in ZooKeeper again; offline partitions retry "
+        "their election",
+    ),
+    "controller_register_broker": _zk(
+        "controller_register_broker",
+        "KafkaZkClient.registerBrokerInZk",
+        _ZK_KZK,
+        "82-86",
+        "the broker starts a ZooKeeper session and registers under /brokers/ids",
+    ),
+    "controller_elect_leader": _zk(
+        "controller_elect_leader",
+        "PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection",
+        _ZK_PSM,
+        "438-446",
+        "the controller picks the first live ISR member in assignment order, writes leader and ISR "
+        "to ZooKeeper and sends LeaderAndIsr",
+    ),
+    "controller_elect_unclean": _zk(
+        "controller_elect_unclean",
+        "PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection",
+        _ZK_PSM,
+        "438-446",
+        "no live ISR member and unclean.leader.election.enable: the first live replica in assignment "
+        "order leads, in or out of the ISR",
+    ),
+    "controller_elect_preferred": _zk(
+        "controller_elect_preferred",
+        "PartitionLeaderElectionAlgorithms.preferredReplicaPartitionLeaderElection",
+        _ZK_PSM,
+        "452-454",
+        "leadership moves back to the preferred replica",
+    ),
+    "controller_partition_offline": _zk(
+        "controller_partition_offline",
+        "PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection",
+        _ZK_PSM,
+        "438-446",
+        "no live ISR member (and no unclean election): the partition goes offline (leader -1)",
+    ),
+    "controller_controlled_shutdown": _zk(
+        "controller_controlled_shutdown",
+        "KafkaController.doControlledShutdown",
+        _ZK_KC,
+        "1030-1073",
+        "a leading broker sends ControlledShutdown: the controller moves its leaderships first",
+    ),
+    "broker_shutdown": _zk(
+        "broker_shutdown",
+        "KafkaServer.controlledShutdown",
+        _ZK_KS,
+        "399-473",
+        "a clean shutdown: leadership moves away, the log is flushed",
+    ),
+    "broker_stop_fetching": replace(
+        STEP_KINDS["broker_stop_fetching"],
+        summary="the follower stays alive (its ZooKeeper session lives) but stops fetching",
+    ),
+    "leader_become": _zk(
+        "leader_become",
+        "Partition.makeLeader",
+        _ZK_P,
+        "252-297",
+        "LeaderAndIsr from the controller: the broker becomes leader with the ISR and zkVersion it "
+        "carries; the new epoch starts at its LEO",
+    ),
+    "follower_become": _zk(
+        "follower_become",
+        "Partition.makeFollower",
+        _ZK_P,
+        "303-326",
+        "LeaderAndIsr from the controller: the broker follows the new leader",
+    ),
+}
+
+
+def step_kind(kind: str, kraft: bool = True) -> StepKind:
+    """The step kind as the profile's era names it: KRaft's by default, the ZooKeeper era's
+    (ZK_STEP_KINDS) where one differs and the run's profile predates KRaft."""
+    if not kraft:
+        zk = ZK_STEP_KINDS.get(kind)
+        if zk is not None:
+            return zk
+    return STEP_KINDS[kind]

@@ -64,3 +64,22 @@ def test_s4_3_fetch_from_an_earlier_incarnation_is_not_applied(version):
     )
     r = run(sc, steps=True, all_views=True)
     assert _never_backwards(_reported(r["views"], 3))
+
+
+@pytest.mark.parametrize("version", ["1.1", "4.1"])
+def test_s3_3_abandoned_fetch_arriving_first_is_handled_but_its_answer_discarded(version):
+    """§3.3: B3's slow fetch (sent at 504 ms, 3 s on the wire) is abandoned by stop_fetching. It
+    still reaches the leader before anything newer, and Kafka handles it like any fetch (the
+    leader notes the fetch); the stopped fetcher discards the answer, so B3 does not append b."""
+    sc = scenario(
+        produce("a"), settle(),
+        {"do": "slow", "broker": 3, "ms": 3_000}, advance(700),
+        stop_fetching(3), produce("b", acks=1), advance(5_000),
+        kafka_version=version,
+    )
+    r = run(sc, steps=True)
+    stop = next(s["t_ms"] for s in r["steps"] if s["kind"] == "broker_stop_fetching")
+    b3 = r["final"]["brokers"]["3"]
+    assert b3["last_fetch_ms"] > stop + 2_000, "the leader handled the abandoned fetch when it arrived"
+    assert [e["record"] for e in b3["log"]] == ["a"], "its answer (carrying b) was discarded"
+    assert b3["reported_leo"] == 1

@@ -232,6 +232,21 @@ def test_code_panel_highlights_lines_whose_kinds_include_the_current_step():
     assert panel["blocks"][0]["lines"][1]["source"].endswith("Partition.scala#L1")
 
 
+
+def test_code_panel_names_the_zookeeper_era_code_for_a_historic_run():
+    """kafka-semantics.md §4.4 (ZooKeeper era): in a 1.1 run the leader's ISR shrink is a conditional
+    ZooKeeper write, so the panel names Partition.maybeShrinkIsr at tag 1.1.0 and no AlterPartition."""
+    scene = SimpleNamespace(pseudocode=[])
+    result = dict(SAMPLE_RESULT, steps=[
+        {"i": 1, "t_ms": 0, "actor": "broker-1", "kind": "leader_shrink_isr", "text": "B1 writes ISR {1, 2}"},
+    ])
+    for kraft, rev, word in ((False, "/blob/1.1.0/", "ZooKeeper"), (True, "/blob/1eb7644", "AlterPartition")):
+        view = dict(snapshot(), controller={"kraft": kraft})
+        tl = Timeline(scenario={}, result=result, view=view, step=1, step_count=1, first_step=0, last_step=1)
+        panel = presenters.code_panel(scene, tl)
+        assert panel["code"] == "Partition.maybeShrinkIsr"
+        assert rev in panel["url"] and word in panel["summary"]
+
 def test_inline_code_segments():
     assert presenters.inline("use `acks=all` now") == [
         {"code": False, "text": "use "},
