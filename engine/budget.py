@@ -19,10 +19,10 @@ import contextlib
 import contextvars
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from .scenario import ScenarioError
+from .scenario import Limits, ScenarioError
 
 # How often (in engine events) the run loop looks at the clock and the cancel flag: about a
 # millisecond of simulation, so a run stops within a few ms of its deadline at no visible cost.
@@ -78,10 +78,28 @@ class BudgetExceeded(ScenarioError):
 
 @dataclass(frozen=True)
 class RunBudget:
+    """What one `simulate` call may use, all partitions together.
+
+    max_events, max_sim_ms, max_steps: None means the `Limits` the call was given (by default
+    the scenario caps); a number lowers them for every run in the block, never raises them.
+    """
+
+    max_events: int | None = None
+    max_sim_ms: int | None = None
+    max_steps: int | None = None
+    max_result_bytes: int = MAX_RESULT_BYTES
     deadline: float | None = None  # a time.monotonic() value
     cancelled: Callable[[], bool] | None = None
-    max_result_bytes: int = MAX_RESULT_BYTES
     deadline_s: float | None = None  # as given, for the message
+
+    def limits(self, limits: Limits) -> Limits:
+        """`limits` lowered to this budget's counts (the same object when nothing changes)."""
+        lowered = {
+            name: mine
+            for name in ("max_events", "max_sim_ms", "max_steps")
+            if (mine := getattr(self, name)) is not None and mine < getattr(limits, name)
+        }
+        return replace(limits, **lowered) if lowered else limits
 
     def check(self) -> None:
         """Raise if the deadline has passed or the caller has gone (cheap; call it now and then)."""
@@ -104,21 +122,41 @@ def current() -> RunBudget:
     return _current.get() or _UNBOUNDED
 
 
+def _either(first: Callable[[], bool], second: Callable[[], bool]) -> Callable[[], bool]:
+    return lambda: first() or second()
+
+
+def _lower(mine: int | None, outer: int | None) -> int | None:
+    return outer if mine is None else mine if outer is None else min(mine, outer)
+
+
 @contextlib.contextmanager
 def budget(
     deadline_s: float | None = None,
     cancelled: Callable[[], bool] | None = None,
     max_result_bytes: int | None = None,
+    *,
+    max_events: int | None = None,
+    max_sim_ms: int | None = None,
+    max_steps: int | None = None,
 ) -> Iterator[RunBudget]:
-    """Every `engine.simulate` call inside the block obeys these bounds (see the module doc)."""
+    """Every `engine.simulate` call inside the block obeys these bounds (see the module doc).
+
+    Nested blocks only tighten: the earlier deadline, the smaller caps, and both cancel checks."""
     outer = current()
     deadline = None if deadline_s is None else time.monotonic() + max(0.0, deadline_s)
     if outer.deadline is not None and (deadline is None or outer.deadline < deadline):
         deadline, deadline_s = outer.deadline, outer.deadline_s
+    either = cancelled or outer.cancelled
+    if cancelled is not None and outer.cancelled is not None:
+        either = _either(cancelled, outer.cancelled)
     value = RunBudget(
-        deadline=deadline,
-        cancelled=cancelled or outer.cancelled,
+        max_events=_lower(max_events, outer.max_events),
+        max_sim_ms=_lower(max_sim_ms, outer.max_sim_ms),
+        max_steps=_lower(max_steps, outer.max_steps),
         max_result_bytes=min(max_result_bytes or outer.max_result_bytes, outer.max_result_bytes),
+        deadline=deadline,
+        cancelled=either,
         deadline_s=deadline_s,
     )
     token = _current.set(value)

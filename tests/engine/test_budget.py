@@ -127,3 +127,34 @@ def test_with_several_partitions_steps_name_the_scenario_action_not_the_partitio
     result = engine.simulate(sc, steps=True)
     appends = {st["partition"]: st["action"] for st in result["steps"] if st["kind"] == "producer_send"}
     assert appends == {0: 0, 1: 1}
+
+
+def test_a_budget_lowers_the_run_caps_and_never_raises_them():
+    sc = scenario(2)
+    steps = engine.simulate(sc)["step_count"]
+    with engine.budget(max_steps=steps - 1) as inside:
+        assert inside.max_steps == steps - 1
+        with pytest.raises(engine.BudgetExceeded) as caught:
+            engine.simulate(sc)
+        assert caught.value.kind == "steps"
+        with engine.budget(max_steps=10 * steps):  # an inner block cannot loosen the outer cap
+            with pytest.raises(engine.BudgetExceeded):
+                engine.simulate(sc)
+    with engine.budget(max_events=50):
+        with pytest.raises(engine.BudgetExceeded) as caught:
+            engine.simulate(sc)
+        assert caught.value.kind == "events"
+    with engine.budget(max_sim_ms=1_000):
+        with pytest.raises(engine.ScenarioError, match="1000 ms"):
+            engine.simulate(sc)
+    assert engine.RunBudget(max_steps=10**9).limits(Limits()) == Limits()  # above the cap: it stays
+    with engine.budget(max_steps=10**9):
+        assert engine.simulate(sc)["step_count"] == steps
+
+
+def test_nested_budgets_obey_either_cancel_check():
+    with engine.budget(cancelled=lambda: True):
+        with engine.budget(cancelled=lambda: False):
+            with pytest.raises(engine.BudgetExceeded) as caught:
+                engine.simulate(scenario(1))
+    assert caught.value.kind == "cancelled"
