@@ -328,22 +328,26 @@ class Sim:
         if clamped:
             t_end = cap
         q = self.q
+        pop = heapq.heappop
         max_events = self.limits.max_events - self.used.events  # what this run has left
         check_every = _budget.CHECK_EVERY_EVENTS
-        check = self.budget.check
+        # one comparison per event: `mark` is the next event count at which to look at the
+        # budget (the event cap, or the next deadline/cancel check, whichever comes first)
+        mark = min(max_events + 1, self.events + check_every)
         while q and q[0][0] <= t_end:
-            t, _, fn, args = heapq.heappop(q)
+            t, _, fn, args = pop(q)
             self.now = t
             fn(*args)
             self.events += 1
-            if self.events > max_events:
-                raise BudgetExceeded(
-                    "events",
-                    f"the scenario needs more than {self.limits.max_events} engine events (all partitions "
-                    "together); shorten it (fewer actions, partitions or less simulated time)",
-                )
-            if not self.events % check_every:
-                check()
+            if self.events >= mark:
+                if self.events > max_events:
+                    raise BudgetExceeded(
+                        "events",
+                        f"the scenario needs more than {self.limits.max_events} engine events (all "
+                        "partitions together); shorten it (fewer actions, partitions or less simulated time)",
+                    )
+                self.budget.check()
+                mark = min(max_events + 1, self.events + check_every)
             if stop is not None and stop():
                 return
         if clamped:
