@@ -33,32 +33,57 @@ CHECK_EVERY_EVENTS = 1024
 MAX_RESULT_BYTES = 64 * 1024 * 1024
 
 
-# The estimate's unit costs: a recorded step and each record it lists, and per snapshot one
-# broker's fields and one log entry. Rough on purpose: they bound memory, they do not bill it.
-STEP_BYTES = 250
-RECORD_BYTES = 16
-SNAPSHOT_BYTES_PER_BROKER = 700
-LOG_ENTRY_BYTES = 50
+# The estimate's unit costs, in bytes of Python objects (dicts, lists, strs, ints) as CPython 3.11
+# holds them, fitted with tracemalloc on record-heavy, step-heavy, per-step-state and
+# several-partition runs (bench/cache_memory.py prints the estimate beside resident memory).
+# A step's dict and text; each record it lists (a pointer in `records`, an offset int in
+# `offsets`); per snapshot its fixed parts, each broker's dict, each log entry's dict, each leader
+# epoch cache pair and each name in the ledger's lists.
+STEP_BYTES = 600
+RECORD_BYTES = 48
+SNAPSHOT_BYTES = 6_000
+SNAPSHOT_BYTES_PER_BROKER = 1_500
+LOG_ENTRY_BYTES = 220
+EPOCH_ENTRY_BYTES = 80
+LEDGER_ENTRY_BYTES = 8
 
 
-def snapshot_bytes(snapshot: dict[str, Any]) -> int:
-    """About how many bytes one snapshot (`final`, a view) holds."""
+def snapshot_bytes(snapshot: dict[str, Any], seen: set[int] | None = None) -> int:
+    """About how many bytes one snapshot (`final`, a view) holds in memory. A several-partition
+    view holds every partition's snapshot, and consecutive views share the ones that did not
+    change: with `seen` (ids already counted) each is counted once."""
     parts = snapshot.get("partitions") or [snapshot]
-    total = 0
+    total = 0 if parts[0] is snapshot else 400  # a merged view's own (shallow) dict
     for part in parts:
+        if seen is not None:
+            if id(part) in seen:
+                continue
+            seen.add(id(part))
         brokers = part.get("brokers", {}).values()
-        entries = sum(len(b["log"]) for b in brokers)
-        total += SNAPSHOT_BYTES_PER_BROKER * len(brokers) + LOG_ENTRY_BYTES * entries
+        total += SNAPSHOT_BYTES + SNAPSHOT_BYTES_PER_BROKER * len(brokers)
+        for b in brokers:
+            total += LOG_ENTRY_BYTES * len(b["log"]) + EPOCH_ENTRY_BYTES * len(b["epoch_cache"])
+        ledger = part.get("ledger")
+        if ledger:
+            total += LEDGER_ENTRY_BYTES * sum(len(names) for names in ledger.values())
     return total
 
 
+def step_bytes(text: str, records: Any) -> int:
+    """About how many bytes one recorded step holds in memory."""
+    return STEP_BYTES + len(text) + (RECORD_BYTES * len(records) if records else 0)
+
+
 def estimate_bytes(result: dict[str, Any]) -> int:
-    """About how many bytes a result holds in memory: what caches weigh their entries by."""
-    steps = result.get("steps") or ()
-    total = sum(STEP_BYTES + len(st["text"]) + RECORD_BYTES * len(st.get("records") or ()) for st in steps)
-    final = snapshot_bytes(result["final"]) if "final" in result else 0
-    views = len(result.get("views") or ()) + (1 if "view" in result else 0) + 1
-    return 1024 + total + views * final
+    """About how many bytes a result holds in memory: what caches weigh their entries by, and
+    what `max_result_bytes` bounds while the run builds it."""
+    total = 1024 + sum(step_bytes(st["text"], st.get("records")) for st in result.get("steps") or ())
+    if "final" in result:
+        total += snapshot_bytes(result["final"])
+    if "view" in result:
+        total += snapshot_bytes(result["view"])
+    seen: set[int] = set()
+    return total + sum(snapshot_bytes(v, seen) for v in result.get("views") or ())
 
 
 class BudgetExceeded(ScenarioError):
@@ -154,7 +179,10 @@ def budget(
         max_events=_lower(max_events, outer.max_events),
         max_sim_ms=_lower(max_sim_ms, outer.max_sim_ms),
         max_steps=_lower(max_steps, outer.max_steps),
-        max_result_bytes=min(max_result_bytes or outer.max_result_bytes, outer.max_result_bytes),
+        # the outermost block may set any size (a trusted caller, like `limits`); inner ones tighten
+        max_result_bytes=(max_result_bytes or outer.max_result_bytes)
+        if _current.get() is None
+        else min(max_result_bytes or outer.max_result_bytes, outer.max_result_bytes),
         deadline=deadline,
         cancelled=either,
         deadline_s=deadline_s,

@@ -33,7 +33,7 @@ import random
 from typing import Any
 
 from . import budget as _budget
-from .budget import LOG_ENTRY_BYTES, RECORD_BYTES, SNAPSHOT_BYTES_PER_BROKER, STEP_BYTES, BudgetExceeded
+from .budget import BudgetExceeded, snapshot_bytes, step_bytes
 from .scenario import Config, Limits, ScenarioError
 from .steps import STEP_KINDS
 
@@ -386,20 +386,14 @@ class Sim:
             if extra:
                 entry.update(extra)
             self.steps.append(entry)
-            self._grow(STEP_BYTES + len(text) + RECORD_BYTES * len(extra.get("records") or ()))
+            self._grow(step_bytes(text, extra.get("records")))
         if self.check:
             self._check_invariants()
         if self.at_step is not None and self.nsteps == self.at_step:
             self.view = self.snapshot()
         if self.views is not None:
             self.views.append(self.snapshot())
-            self._grow(self._snapshot_bytes())
-
-    def _snapshot_bytes(self) -> int:
-        """About how many bytes one snapshot takes once returned (it grows with the logs)."""
-        return SNAPSHOT_BYTES_PER_BROKER * len(self.brokers) + LOG_ENTRY_BYTES * sum(
-            len(b.log) for b in self.brokers.values()
-        )
+            self._grow(snapshot_bytes(self.views[-1]))
 
     def _grow(self, nbytes: int) -> None:
         """Count the estimated size of what the result will hold; refuse past the run's budget."""
@@ -563,7 +557,7 @@ class Sim:
             self.view = self.snapshot()
         if self.views is not None:
             self.views.append(self.snapshot())
-            self._grow(self._snapshot_bytes())
+            self._grow(snapshot_bytes(self.views[-1]))
 
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
