@@ -605,9 +605,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from starlette.concurrency import run_in_threadpool
 
         def run() -> dict[str, Any]:
-            # one budget for the run: the per-request deadline and the API's result-size cap
+            # one budget for the run: the per-request deadline, the API's result-size and event caps
             with engine.budget(
-                deadline_s=settings.run_deadline_s, max_result_bytes=settings.max_api_result_bytes
+                deadline_s=settings.run_deadline_s,
+                max_result_bytes=settings.max_api_result_bytes,
+                max_events=settings.max_api_events,
             ):
                 return engine.simulate(scenario, steps=steps_raw in ("true", "1"))
 

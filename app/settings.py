@@ -37,6 +37,12 @@ class Settings:
     # runs (engine.estimate_bytes): e.g. 18 produces of 1,000 records on 3 replicas with steps,
     # about 4 MB of JSON; the 499 x 1,000 records on 9 replicas of issue 9 is refused up front.
     max_api_result_bytes: int = 16 * 1024 * 1024
+    # Engine events one API run may take, all partitions together (the engine's own cap is
+    # 2,000,000, 4-6 s of CPU). 500,000 is about 1-1.5 s on one core, under run_deadline_s, so a
+    # scenario too heavy for this server is refused the same way every time (422, naming the
+    # cap) instead of a 503 "try again" that would never succeed; the deadline stays the backstop
+    # on a slow or busy machine. Scene pages need at most ~13,000 (d3).
+    max_api_events: int = 500_000
     # Shown in the page footer and in error pages.
     site_name: str = "Build Kafka"
     extra_headers: dict[str, str] = field(default_factory=dict)

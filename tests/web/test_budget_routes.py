@@ -71,9 +71,8 @@ def test_a_scene_too_big_every_time_is_the_bad_address_page_with_the_cap(monkeyp
     assert "more than 5 steps" in r.text and "Retry-After" not in r.headers
 
 
-def test_an_api_run_over_the_event_cap_is_a_422_that_names_the_cap(monkeypatch):
-    small_default_budget(monkeypatch, max_events=500)
-    r = client().post(API, json=HEAVY)
+def test_an_api_run_over_the_event_cap_is_a_422_that_names_the_cap():
+    r = client(max_api_events=500).post(API, json=HEAVY)
     assert r.status_code == 422 and "Retry-After" not in r.headers
     message = r.json()["problems"][0]["message"]
     assert "more than 500 engine events (all partitions together)" in message and "shorten" in message
