@@ -616,10 +616,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             result = await run_in_threadpool(run)
         except engine.BudgetExceeded as exc:
+            # `budget` names the cap (events, steps, sim_time, result_bytes; deadline when busy)
             if exc.deterministic:
-                return JSONResponse(exc.to_json(), status_code=422)
+                return JSONResponse({**exc.to_json(), "budget": exc.kind}, status_code=422)
             retry = str(max(1, round(settings.run_deadline_s)))
-            body = {"error": "try_again", "problems": exc.problems}
+            # the same error code as the worker pool's 503 (a full queue, a worker past its backstop)
+            reason = "; ".join(p["message"] for p in exc.problems)
+            body = {"error": "try_again_shortly", "detail": reason, "budget": exc.kind}
+            body["problems"] = exc.problems
             return JSONResponse(body, status_code=503, headers={"Retry-After": retry})
         except engine.ScenarioError as exc:
             return JSONResponse(exc.to_json(), status_code=422)
