@@ -605,19 +605,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         from starlette.concurrency import run_in_threadpool
 
         def run() -> dict[str, Any]:
-            # one budget for the run: the per-request deadline and the API's result-size cap
+            # one budget for the run: the per-request deadline, the API's result-size and event caps
             with engine.budget(
-                deadline_s=settings.run_deadline_s, max_result_bytes=settings.max_api_result_bytes
+                deadline_s=settings.run_deadline_s,
+                max_result_bytes=settings.max_api_result_bytes,
+                max_events=settings.max_api_events,
             ):
                 return engine.simulate(scenario, steps=steps_raw in ("true", "1"))
 
         try:
             result = await run_in_threadpool(run)
         except engine.BudgetExceeded as exc:
+            # `budget` names the cap (events, steps, sim_time, result_bytes; deadline when busy)
             if exc.deterministic:
-                return JSONResponse(exc.to_json(), status_code=422)
+                return JSONResponse({**exc.to_json(), "budget": exc.kind}, status_code=422)
             retry = str(max(1, round(settings.run_deadline_s)))
-            body = {"error": "try_again", "problems": exc.problems}
+            # the same error code as the worker pool's 503 (a full queue, a worker past its backstop)
+            reason = "; ".join(p["message"] for p in exc.problems)
+            body = {"error": "try_again_shortly", "detail": reason, "budget": exc.kind}
+            body["problems"] = exc.problems
             return JSONResponse(body, status_code=503, headers={"Retry-After": retry})
         except engine.ScenarioError as exc:
             return JSONResponse(exc.to_json(), status_code=422)

@@ -33,8 +33,16 @@ class Settings:
     # ... and bounded by their estimated size in bytes, per process: a crafted URL's results are
     # evicted (or never kept, when one alone is larger) instead of holding memory for good.
     simulate_cache_bytes: int = 96 * 1024 * 1024
-    # The API's result (steps included) may be at most this large, estimated while it runs.
+    # The API's result (steps included) may hold at most this much memory, estimated while it
+    # runs (engine.estimate_bytes): e.g. 18 produces of 1,000 records on 3 replicas with steps,
+    # about 4 MB of JSON; the 499 x 1,000 records on 9 replicas of issue 9 is refused up front.
     max_api_result_bytes: int = 16 * 1024 * 1024
+    # Engine events one API run may take, all partitions together (the engine's own cap is
+    # 2,000,000, 4-6 s of CPU). 500,000 is about 1-1.5 s on one core, under run_deadline_s, so a
+    # scenario too heavy for this server is refused the same way every time (422, naming the
+    # cap) instead of a 503 "try again" that would never succeed; the deadline stays the backstop
+    # on a slow or busy machine. Scene pages need at most ~13,000 (d3).
+    max_api_events: int = 500_000
     # Shown in the page footer and in error pages.
     site_name: str = "Build Kafka"
     extra_headers: dict[str, str] = field(default_factory=dict)

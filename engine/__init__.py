@@ -20,6 +20,7 @@ from typing import Any
 
 from . import sim as _sim
 from .budget import BudgetExceeded, RunBudget, budget, estimate_bytes
+from .budget import current as _current_budget
 from .headroom import headroom
 from .profiles import PROFILES
 from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
@@ -90,7 +91,10 @@ def simulate(
     scenario replays it once; with several partitions views[k] equals the at_step=k `view`
     (partition 0's snapshot plus every partition's under `partitions`).
     limits: caps for untrusted input; trusted callers such as the benchmarks may raise them.
+    Inside `with engine.budget(...)` the run also obeys that budget (engine/budget.py): its
+    counts lower `limits`, and it adds a result-size cap, a deadline and a cancel check.
     """
+    limits = _current_budget().limits(limits)
     if at_step is not None and (not isinstance(at_step, int) or isinstance(at_step, bool) or at_step < 0):
         raise problem("at_step", "at_step is a whole number, 0 or more")
     sc = scenario if isinstance(scenario, Scenario) else parse(scenario, limits)

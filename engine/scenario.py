@@ -568,7 +568,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         bad(
             "actions",
             f"the actions ask for {total_ms} ms of simulated time (advance + settle max_ms); "
-            f"the limit is {limits.max_sim_ms} ms",
+            f"the limit is {limits.max_sim_ms} ms; use fewer or shorter advance/settle actions",
         )
     # every record is copied to every replica of its partition, and each copy is held in memory
     # for the whole run: bound the copies, not only the records per produce
@@ -576,7 +576,8 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         bad(
             "actions",
             f"the scenario produces {produced} records on {len(replicas)} replicas "
-            f"({produced * len(replicas)} copies); at most {limits.max_record_copies} fit in one run",
+            f"({produced * len(replicas)} copies); at most {limits.max_record_copies} fit in one run; "
+            "produce fewer records or use fewer replicas",
         )
     if problems:
         raise ScenarioError(problems[:50])

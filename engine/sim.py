@@ -33,7 +33,7 @@ import random
 from typing import Any
 
 from . import budget as _budget
-from .budget import BudgetExceeded
+from .budget import BudgetExceeded, snapshot_bytes, step_bytes
 from .scenario import Config, Limits, ScenarioError
 from .steps import step_kind
 
@@ -329,22 +329,26 @@ class Sim:
         if clamped:
             t_end = cap
         q = self.q
+        pop = heapq.heappop
         max_events = self.limits.max_events - self.used.events  # what this run has left
         check_every = _budget.CHECK_EVERY_EVENTS
-        check = self.budget.check
+        # one comparison per event: `mark` is the next event count at which to look at the
+        # budget (the event cap, or the next deadline/cancel check, whichever comes first)
+        mark = min(max_events + 1, self.events + check_every)
         while q and q[0][0] <= t_end:
-            t, _, fn, args = heapq.heappop(q)
+            t, _, fn, args = pop(q)
             self.now = t
             fn(*args)
             self.events += 1
-            if self.events > max_events:
-                raise BudgetExceeded(
-                    "events",
-                    f"the scenario needs more than {self.limits.max_events} engine events (all partitions "
-                    "together); shorten it (fewer actions, partitions or less simulated time)",
-                )
-            if not self.events % check_every:
-                check()
+            if self.events >= mark:
+                if self.events > max_events:
+                    raise BudgetExceeded(
+                        "events",
+                        f"the scenario needs more than {self.limits.max_events} engine events (all "
+                        "partitions together); shorten it (fewer actions, partitions or less simulated time)",
+                    )
+                self.budget.check()
+                mark = min(max_events + 1, self.events + check_every)
             if stop is not None and stop():
                 return
         if clamped:
@@ -383,18 +387,14 @@ class Sim:
             if extra:
                 entry.update(extra)
             self.steps.append(entry)
-            self._grow(_budget.step_cost(text, extra.get("records")))
+            self._grow(step_bytes(text, extra.get("records")))
         if self.check:
             self._check_invariants()
         if self.at_step is not None and self.nsteps == self.at_step:
             self.view = self.snapshot()
         if self.views is not None:
             self.views.append(self.snapshot())
-            self._grow(self._snapshot_bytes())
-
-    def _snapshot_bytes(self) -> int:
-        """About how many bytes one snapshot takes once returned (it grows with the logs)."""
-        return _budget.snapshot_cost(len(self.brokers), sum(len(b.log) for b in self.brokers.values()))
+            self._grow(snapshot_bytes(self.views[-1]))
 
     def _grow(self, nbytes: int) -> None:
         """Count the estimated size of what the result will hold; refuse past the run's budget."""
@@ -558,7 +558,7 @@ class Sim:
             self.view = self.snapshot()
         if self.views is not None:
             self.views.append(self.snapshot())
-            self._grow(self._snapshot_bytes())
+            self._grow(snapshot_bytes(self.views[-1]))
 
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)

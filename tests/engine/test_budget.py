@@ -66,12 +66,33 @@ def test_a_result_larger_than_its_budget_is_refused_while_it_is_built():
         engine.simulate(big)  # the same scenario without steps fits
 
 
-def test_the_estimate_is_within_a_small_factor_of_the_real_size():
-    import json
+@pytest.mark.parametrize(
+    "sc, kwargs",
+    [
+        (
+            {"topic": {"replication.factor": 1}, "actions": [{"do": "produce", "count": 1000}] * 20},
+            {"steps": True},
+        ),
+        (scenario(1), {"steps": True, "all_views": True}),
+        (scenario(3), {"steps": True, "all_views": True}),
+    ],
+    ids=["records-in-steps", "per-step-states", "several-partitions"],
+)
+def test_the_estimate_is_within_a_small_factor_of_the_memory_the_result_holds(sc, kwargs):
+    """The caches and the result cap bound memory by this estimate, so it must track the Python
+    objects the result really holds (tracemalloc), not its JSON (several-partition views share
+    the partitions' snapshots, so their JSON is far larger than their memory)."""
+    import gc
+    import tracemalloc
 
-    result = engine.simulate(scenario(1), steps=True, all_views=True)
-    real = len(json.dumps(result))
-    assert real / 4 < engine.estimate_bytes(result) < real * 4
+    gc.collect()
+    tracemalloc.start()
+    try:
+        result = engine.simulate(sc, **kwargs)
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held / 2 < engine.estimate_bytes(result) < held * 2
 
 
 def test_a_passed_deadline_stops_the_run_and_says_try_again():
@@ -127,3 +148,34 @@ def test_with_several_partitions_steps_name_the_scenario_action_not_the_partitio
     result = engine.simulate(sc, steps=True)
     appends = {st["partition"]: st["action"] for st in result["steps"] if st["kind"] == "producer_send"}
     assert appends == {0: 0, 1: 1}
+
+
+def test_a_budget_lowers_the_run_caps_and_never_raises_them():
+    sc = scenario(2)
+    steps = engine.simulate(sc)["step_count"]
+    with engine.budget(max_steps=steps - 1) as inside:
+        assert inside.max_steps == steps - 1
+        with pytest.raises(engine.BudgetExceeded) as caught:
+            engine.simulate(sc)
+        assert caught.value.kind == "steps"
+        with engine.budget(max_steps=10 * steps):  # an inner block cannot loosen the outer cap
+            with pytest.raises(engine.BudgetExceeded):
+                engine.simulate(sc)
+    with engine.budget(max_events=50):
+        with pytest.raises(engine.BudgetExceeded) as caught:
+            engine.simulate(sc)
+        assert caught.value.kind == "events"
+    with engine.budget(max_sim_ms=1_000):
+        with pytest.raises(engine.ScenarioError, match="1000 ms"):
+            engine.simulate(sc)
+    assert engine.RunBudget(max_steps=10**9).limits(Limits()) == Limits()  # above the cap: it stays
+    with engine.budget(max_steps=10**9):
+        assert engine.simulate(sc)["step_count"] == steps
+
+
+def test_nested_budgets_obey_either_cancel_check():
+    with engine.budget(cancelled=lambda: True):
+        with engine.budget(cancelled=lambda: False):
+            with pytest.raises(engine.BudgetExceeded) as caught:
+                engine.simulate(scenario(1))
+    assert caught.value.kind == "cancelled"

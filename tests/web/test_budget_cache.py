@@ -1,0 +1,62 @@
+"""The Simulator's caches are bounded by estimated bytes, not only by entries (issue 9: ten
+crafted URLs held 0.9 GB for good when each cache kept a number of results of any size)."""
+
+import gc
+import json
+import tracemalloc
+
+from app.simulation import ByteBoundedCache, Simulator, _weigh_tags
+
+
+def sized(key: str) -> str:
+    return "x" * int(key)
+
+
+def test_the_oldest_entries_go_when_the_bytes_run_over():
+    cache = ByteBoundedCache(sized, max_entries=100, max_bytes=1000, weigh=len)
+    for key in ("400", "300", "200"):
+        cache(key)
+    assert cache.cache_info()["bytes"] == 900
+    cache("400")  # a hit: now the newest
+    cache("350")  # 1,250 bytes: the least recently used (300) goes
+    assert list(cache.entries) == [("200",), ("400",), ("350",)]
+    assert cache.cache_info() == {"hits": 1, "misses": 4, "entries": 3, "bytes": 950}
+
+
+def test_a_value_heavier_than_the_whole_cache_is_returned_and_not_kept():
+    cache = ByteBoundedCache(sized, max_entries=100, max_bytes=1000, weigh=len)
+    cache("600")
+    assert cache("1001") == "x" * 1001
+    assert list(cache.entries) == [("600",)] and cache.bytes == 600  # nothing else was evicted for it
+
+
+def test_a_simulator_holds_no_more_than_its_byte_budget():
+    budget = 2 * 1024 * 1024
+
+    def fill(sim: Simulator) -> dict:
+        for seed in range(12):  # distinct scenarios, each replay with every step's state ~0.5 MB
+            scenario = {"seed": seed, "actions": [{"do": "produce", "count": 2}, {"do": "settle"}] * 3}
+            sim.full(scenario)
+            sim.view(scenario, 5)
+            sim.tags(scenario)
+        return sim.cache_info()
+
+    unbounded = fill(Simulator(cache_entries=512, cache_bytes=10**12))
+    assert sum(info["bytes"] for info in unbounded.values()) > 2 * budget  # the bound has work to do
+    bounded = fill(Simulator(cache_entries=512, cache_bytes=budget))
+    assert 0 < bounded["replay"]["entries"] < 12 and 0 < bounded["full"]["entries"] < 12
+    assert sum(info["bytes"] for info in bounded.values()) <= budget
+
+
+def test_the_tags_estimate_is_within_a_small_factor_of_their_memory():
+    scenario = {"actions": [{"do": "produce", "count": 3}, {"do": "advance", "ms": 400}] * 200}
+    key = json.dumps(scenario, sort_keys=True, separators=(",", ":"))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        tags = Simulator._tags_uncached(key)
+        gc.collect()
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held / 2 < _weigh_tags(tags) < held * 2
