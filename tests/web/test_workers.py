@@ -10,6 +10,7 @@ requests run concurrently on one event loop.
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import threading
@@ -229,3 +230,61 @@ def test_a_request_skips_a_stuck_worker_and_a_busy_one_when_another_is_idle():
     assert pool.choose(key) is first
     first.pending = 2
     assert pool.choose(key) is None  # every queue full: 503
+
+
+def _cpu_ticks(pid: int) -> int:
+    """User + system CPU ticks a process has used so far (/proc/<pid>/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_a_client_that_leaves_mid_run_stops_the_engine_in_the_middle():
+    """The cancel frame reaches a worker already deep in a run: the engine's cancel check (every
+    1,024 events) sees it and the job ends "cancelled", where an unchecked run would go on to
+    answer. The run here is long (12 partitions over ten simulated minutes, with caps raised), so
+    the worker is seen busy on the CPU before the client leaves."""
+    heavy = {
+        "topic": {"replication.factor": 3, "partitions": 12},
+        "actions": [{"do": "produce", "records": ["a"]}, {"do": "advance", "ms": 600_000}],
+    }
+
+    async def run():
+        async with pooled(engine_workers=1, run_deadline_s=120, max_api_events=10**9) as (app, pool, _c):
+            worker = pool.workers[0]
+            before = _cpu_ticks(worker.pid)
+            left = asyncio.Event()
+            body = json.dumps(heavy).encode()
+
+            async def receive():
+                if not receive.delivered:
+                    receive.delivered = True
+                    return {"type": "http.request", "body": body, "more_body": False}
+                await left.wait()
+                return {"type": "http.disconnect"}
+
+            receive.delivered = False
+            sent: list[dict] = []
+
+            async def send(message):
+                sent.append(message)
+
+            scope = {
+                "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+                "scheme": "http", "path": "/api/v1/simulate", "raw_path": b"/api/v1/simulate",
+                "query_string": b"", "root_path": "", "client": ("127.0.0.1", 5001),
+                "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())],
+                "server": ("testserver", 80),
+            }  # fmt: skip
+            request = asyncio.create_task(app(scope, receive, send))
+            # busy on the CPU for a quarter of a second: past the check made before the run starts
+            await eventually(lambda: _cpu_ticks(worker.pid) - before >= 25, "the worker is running the job")
+            assert pool.stats["cancelled"] == 0 and not request.done()
+            left.set()
+            await asyncio.wait_for(request, EVENTUALLY_S)
+            assert sent == []
+            await eventually(lambda: pool.stats["cancelled"] == 1, "the engine stopped mid-run")
+            assert pool.stats["overrun"] == 0 and pool.stats["restarts"] == 0 and pool.stats["lost"] == 0
+
+    run_in_own_loop(run())
