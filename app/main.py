@@ -61,6 +61,7 @@ STEP_PANELS = [
     "_stepbar.html",
     "_state_panels.html",
     "_timeline.html",
+    "_here.html",
     "_faults.html",
     "_log.html",
     "_code_step.html",  # the highlight only; the whole panel comes with a new scenario
@@ -83,6 +84,7 @@ EMBED_STEP_PANELS = [
     "_stepbar.html",
     "_state_panels.html",
     "_timeline.html",
+    "_here.html",
     "_faults.html",
     "_log.html",
     "_state_fields.html",
@@ -399,6 +401,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         return render(request, "embed.html" if embed else "scene.html", context)
 
+    def here_forms(state: SceneState, *, embed: bool) -> list[tuple[str, list[tuple[str, str]]]]:
+        """The hidden forms of _here.html: the whole state for the fault buttons, and without the
+        one parameter each other group of buttons sets (q, ask, guess). Embeds have faults only."""
+        pairs = state.query_pairs(embed=embed)
+        forms = [("act", pairs)]
+        if not embed:
+            forms += [
+                ("act-q", [p for p in pairs if p[0] != "q"]),
+                ("act-ask", [p for p in pairs if p[0] not in ("q", "ask")]),
+                ("act-guess", [p for p in pairs if p[0] != "guess"]),
+            ]
+        return forms
+
     def scene_context(
         request: Request, scene: Any, state: SceneState, timeline, notes: list[str], *, embed: bool
     ) -> dict[str, Any]:
@@ -431,6 +446,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 for k, v in state.query_pairs(embed=embed)
                 if k not in dict(state.knobs) and k not in ("step", "ask")
             ],
+            "here": here_forms(state, embed=embed),
             "notes": presenters.notes_panel(notes),
             "diagram": presenters.diagram(timeline, timeline.scenario),
             "beat_label": presenters.beat_label(scene, state, timeline),

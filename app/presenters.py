@@ -878,8 +878,8 @@ def fault_buttons(timeline: Timeline, state: SceneState, *, embed: bool) -> list
                     {
                         "verb": v,
                         "label": INJECT_VERBS[v],
-                        "url": urls.inject_url(state, v, bid, embed=embed),
-                        "aria": f"{INJECT_VERBS[v]} broker {bid} at step {timeline.step}{then}",
+                        "value": f"{v}:{bid}",
+                        "aria": f"{INJECT_VERBS[v]} broker {bid} now{then}",
                     }
                     for v in verbs
                 ],
@@ -1142,7 +1142,6 @@ def predict_panel(beat: Any, state: SceneState, *, embed: bool) -> dict[str, Any
                 "text": inline(text),
                 "answer": i == predict.answer,
                 "chosen": letter == state.guess,
-                "url": urls.page_url(state, embed=embed, guess=letter),
                 "why_not": inline(why_not[i]) if i < len(why_not) and why_not[i] else None,
             }
         )
@@ -1156,7 +1155,6 @@ def predict_panel(beat: Any, state: SceneState, *, embed: bool) -> dict[str, Any
         "guess": state.guess if chosen else None,
         "correct": chosen is not None and chosen["answer"],
         "chosen": chosen,
-        "clear_url": urls.page_url(state, embed=embed, guess=None) if chosen else None,
     }
 
 
@@ -1181,7 +1179,7 @@ def challenge_panel(
     "not yet" until a step where an acknowledged record is lost, then which record and when.
 
     `views`: the run's state after every step (`views[k]` after k steps), to name the step where the
-    first loss happened; without it the verdict names the current step. `sandbox` is False while
+    first loss happened; without it a loss is placed at this step. `sandbox` is False while
     the beat runs as written: a loss the beat itself stages is then the course's demonstration,
     not the reader's solution, and says so."""
     challenge = getattr(scene, "challenge", None)
@@ -1193,7 +1191,7 @@ def challenge_panel(
     first = first_loss(views, step) if views is not None else ((step, lost) if lost else None)
     if first is not None:
         at, records = first
-        when = f"at step {at}" if at != step else f"at this step ({step})"
+        when = f"at step {at}" if at != step else "at this step"
         if not sandbox:
             verdict = (
                 f"This beat, as written, lost acknowledged {_named(records)} {when}: that is the course's "
@@ -1205,16 +1203,16 @@ def challenge_panel(
             verdict = f"Done: acknowledged {_named(records)} {was} lost {when} (the engine's loss ledger)."
         if at != step and set(lost) != set(records):
             verdict += (
-                f" At step {step} the ledger lists {_named(lost)} as lost." if lost
-                else f" At step {step} the ledger lists none as lost."
+                f" At this step the ledger lists {_named(lost)} as lost." if lost
+                else " At this step the ledger lists none as lost."
             )
     elif acked:
         verdict = (
-            f"Not yet: {len(acked)} acknowledged record(s) so far, none lost up to step {step}. "
+            f"Not yet: {len(acked)} acknowledged record(s) so far, none of them lost. "
             f"Try the knobs and the fault buttons."
         )
     else:
-        verdict = f"Not yet: nothing has been acknowledged up to step {step}."
+        verdict = "Not yet: nothing has been acknowledged so far."
     return {
         "title": challenge.title,
         "text": inline(challenge.text),

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from app import urls
 from app.presenters import inline
 from app.simulation import Timeline
 from app.sources import citation_url
@@ -88,7 +87,6 @@ def qa_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) 
                 "id": item.id,
                 "question": item.question,
                 "open": is_open,
-                "url": urls.page_url(state, embed=embed, q=None if is_open else item.id),
                 "live": bool(item.live),
             }
         )
@@ -132,5 +130,4 @@ def qa_panel(scene: Any, state: SceneState, timeline: Timeline, *, embed: bool) 
         "ask": state.ask or "",
         "results": results,
         "searched": searched,
-        "close_url": urls.page_url(state, embed=embed, q=None),
     }

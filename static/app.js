@@ -195,8 +195,13 @@
   // and Back are not marked: stepping never moves the page (tests/browser/test_layout.py).
   var reveal = false;
   document.addEventListener("htmx:beforeRequest", function (event) {
-    var elt = event.detail && event.detail.elt;
-    reveal = !!(elt && elt.closest && elt.closest("[data-reveal]"));
+    var detail = event.detail || {};
+    var elt = detail.elt;
+    // a fault button submits a hidden state form (_here.html): the request's element is that form,
+    // and the button is the submit event's submitter
+    var trigger = detail.requestConfig && detail.requestConfig.triggeringEvent;
+    var submitter = trigger && trigger.submitter;
+    reveal = [elt, submitter].some(function (e) { return !!(e && e.closest && e.closest("[data-reveal]")); });
   });
   function revealViewer() {
     var viewer = document.querySelector(".viewer");

@@ -1,7 +1,7 @@
 """Scene 05 in a real browser: the learner's moves, with JS on, against the live server."""
 
 import re
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -137,7 +137,7 @@ def test_inject_a_crash_changes_the_diagram_and_the_log(scene: Page, live_server
 
 
 def test_tap_a_question_and_ask_one(scene: Page):
-    first = scene.locator("#qa .questions a").first
+    first = scene.locator("#qa .questions button").first
     question = first.inner_text()
     first.click()
     scene.wait_for_url(re.compile(r"[?&]q="))
@@ -147,6 +147,27 @@ def test_tap_a_question_and_ask_one(scene: Page):
     scene.press("#ask", "Enter")
     scene.wait_for_url(re.compile(r"ask=why"))
     expect(scene.locator("#qa .results details").first).to_be_visible()
+
+
+def test_fault_and_question_buttons_work_without_javascript(browser, live_server):
+    """The fault, question and ask controls submit the page's hidden state forms (_here.html):
+    with script off they are plain GET forms, and each keeps the step and the rest of the state."""
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{live_server}{SCENE}?step=4&acks=1")
+    page.click("#fault-crash-2")
+    expect(page.locator("#fault-restart-2")).to_be_visible()
+    assert "a=crash:2@4" in page.url and "acks=1" in page.url
+    first = page.locator("#qa .questions button").first
+    question = first.inner_text()
+    first.click()
+    expect(page.locator("#qa .answer h3")).to_have_text(question)
+    assert "a=crash:2@4" in unquote(page.url) and "q=" in page.url  # a form encodes ":" and "@"
+    page.fill("#ask", "why was my write refused")
+    page.press("#ask", "Enter")
+    expect(page.locator("#qa .results details").first).to_be_visible()
+    assert "a=crash:2@4" in unquote(page.url) and "ask=why" in page.url and "q=" not in page.url
+    context.close()
 
 
 def test_play_runs_to_the_next_steps_and_pauses(scene: Page):

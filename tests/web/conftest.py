@@ -5,6 +5,8 @@ expects "never a 500" must observe the status, not a Python exception.
 """
 
 import warnings
+from html.parser import HTMLParser
+from urllib.parse import urlencode
 
 import pytest
 
@@ -28,3 +30,40 @@ def client(app):
 
 
 HTMX = {"HX-Request": "true"}
+
+
+class _Forms(HTMLParser):
+    """The page's forms (their action and named inputs) and its submit buttons, as a browser
+    reads them to build the URL a button's GET form submits to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.forms: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+        self.buttons: dict[str, dict[str, str]] = {}
+        self._open: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        if tag == "form" and a.get("id"):
+            self._open = a["id"]
+            self.forms[a["id"]] = (a.get("action", ""), [])
+        elif tag == "input" and a.get("name") and (a.get("form") or self._open):
+            owner = a.get("form") or self._open
+            self.forms.setdefault(owner, ("", []))[1].append((a["name"], a.get("value", "")))
+        elif tag == "button" and a.get("id"):
+            self.buttons[a["id"]] = a
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._open = None
+
+
+def button_url(html: str, button_id: str) -> str:
+    """The URL a click on the submit button `button_id` loads (GET): its form's action and
+    fields, then the button's own name=value. Inputs owned through `form="…"` count too."""
+    parser = _Forms()
+    parser.feed(html)
+    button = parser.buttons[button_id]
+    action, fields = parser.forms[button.get("form", "")]
+    pairs = list(fields) + ([(button["name"], button.get("value", ""))] if button.get("name") else [])
+    return f"{action}?{urlencode(pairs)}"

@@ -8,7 +8,7 @@ swap that includes the check panel.
 import re
 
 import scenes
-from tests.web.conftest import HTMX
+from tests.web.conftest import HTMX, button_url
 
 SCENE = "/scenes/05"
 BEAT = scenes.load_scene("05").beats[0]
@@ -27,13 +27,17 @@ def notes(html: str) -> str:
     return match.group(0) if match else ""
 
 
-def test_each_option_is_a_link_that_keeps_the_state_and_sets_the_guess(client):
+def test_each_option_is_a_button_that_keeps_the_state_and_sets_the_guess(client):
     page = client.get(f"{SCENE}?beat={BEAT.id}&step=3")
     panel = check_panel(page.text)
-    links = re.findall(r'<a id="guess-([A-Z])" href="([^"]+)"', panel)
-    assert [letter for letter, _ in links] == [chr(ord("A") + i) for i in range(len(BEAT.predict.options))]
-    for letter, url in links:
+    letters = re.findall(r'<button type="submit" form="act-guess" name="guess" value="([A-Z])"', panel)
+    assert letters == [chr(ord("A") + i) for i in range(len(BEAT.predict.options))]
+    assert "step=" not in panel  # the panel holds no step: a step update leaves it out
+    for letter in letters:
+        url = button_url(page.text, f"guess-{letter}")
         assert f"guess={letter}" in url and "step=3" in url and f"beat={BEAT.id}" in url
+        assert url.count("guess=") == 1
+    assert client.get(url).context["state"].guess == letters[-1]
     assert "Just show me the answer" in panel  # the reveal path without guessing
     assert "Not quite" not in panel and "Right:" not in panel
 
@@ -48,7 +52,8 @@ def test_a_wrong_guess_is_marked_and_explained(client):
     assert why.split(".")[0].replace("'", "&#39;") in panel
     assert re.search(rf'id="guess-{WRONG}"[^>]*aria-current="true"', panel)
     assert "Just show me the answer" not in panel
-    assert "guess=" not in re.search(r'href="([^"]+)">Clear my answer', panel).group(1)
+    cleared = button_url(page.text, "guess-clear")
+    assert "guess=" not in cleared and "step=3" in cleared
 
 
 def test_a_right_guess_says_so_and_shows_the_explanation(client):
@@ -99,7 +104,7 @@ def test_a_guess_for_another_beat_is_checked_against_this_beats_options(client):
 
 def test_guessing_with_htmx_is_a_step_swap_that_resends_the_check_panel(client):
     current = client.get(f"{SCENE}?beat={BEAT.id}&step=3")
-    url = next(o["url"] for o in current.context["beat"]["predict"]["options"] if o["n"] == WRONG)
+    url = button_url(current.text, f"guess-{WRONG}")
     here = "http://testserver" + current.context["share"]["path"]
     r = client.get(url, headers={**HTMX, "HX-Current-URL": here})
     ids = re.findall(r'id="([a-z-]+)"[^>]*hx-swap-oob', r.text)

@@ -10,7 +10,7 @@ import pytest
 
 from app.settings import Settings
 from app.state import parse_state
-from tests.web.conftest import HTMX
+from tests.web.conftest import HTMX, button_url
 
 SCENE = "/scenes/05"
 
@@ -245,7 +245,7 @@ def test_restart_of_a_crashed_broker_is_offered_and_works(client):
     )
     buttons = {row["broker"]: row["buttons"] for row in crashed.context["faults"]}
     assert [b["verb"] for b in buttons[2]] == ["restart"]
-    r = client.get(buttons[2][0]["url"], follow_redirects=False)
+    r = client.get(button_url(crashed.text, "fault-restart-2"), follow_redirects=False)
     assert r.status_code == 303 and "a=restart:2@" in r.headers["location"]
     assert client.get(r.headers["location"]).status_code == 200
 
@@ -270,10 +270,14 @@ def test_parse_state_round_trips_through_the_canonical_url(client):
 def test_tapping_a_question_opens_its_answer_with_sources(client):
     page = client.get(SCENE)
     first = page.context["qa"]["questions"][0]
-    r = client.get(first["url"])
+    r = client.get(button_url(page.text, f"qa-{first['id']}"))
     opened = r.context["qa"]["opened"]
     assert opened["id"] == first["id"] and opened["sources"]
     assert "Close the answer" in r.text
+    closed = client.get(button_url(r.text, "qa-close"))
+    assert closed.context["qa"]["opened"] is None and closed.context["state"] == page.context["state"]
+    # the open question's button closes it too; asking keeps the step and drops the open question
+    assert "q=" not in button_url(r.text, f"qa-{first['id']}")
 
 
 def test_free_text_search_calls_the_qa_module(client):

@@ -56,6 +56,19 @@ def test_the_next_step_resends_what_changed_and_keeps_the_rest(client, scene_id)
     assert before <= after
 
 
+def test_panels_that_hold_no_step_stay_out_of_a_plain_step(client):
+    """The fault, question and prediction controls submit the hidden state forms (#here), so a
+    step that changes no broker's state, no verdict and no open answer leaves those panels out:
+    05's first beat from step 1 to 2 (every broker running, nothing acknowledged yet)."""
+    first = step(client, "05", 1)
+    nxt = step(client, "05", 2, held(first.text))
+    ids = set(oob_ids(nxt.text))
+    assert "here" in ids and not ids & {"faults", "qa", "check"}, ids
+    for panel in ("faults", "qa", "check"):
+        html = re.search(rf'<(\w+) id="{panel}".*?</\1>', first.text, re.S).group(0)
+        assert "step=" not in html and 'name="step"' not in html, panel
+
+
 def test_code_now_names_the_lines_the_full_page_lights(client):
     page = client.get("/scenes/05?step=5").text
     lit = re.findall(r'<li id="(cl-[^"]+)" class="active" aria-current="true"', page)
