@@ -64,11 +64,6 @@ def beat_url(scene_id: str, beat_id: str, *, embed: bool = False) -> str:
     return f"{path}?{_query([('beat', beat_id)])}"
 
 
-def inject_url(state: SceneState, verb: str, broker: int, *, embed: bool = False) -> str:
-    path = embed_path(state.scene_id) if embed else scene_path(state.scene_id)
-    return f"{path}?{_state_query(state, embed)}&{_query([('inject', f'{verb}:{broker}')])}"
-
-
 def theme_url(theme: str, next_url: str) -> str:
     return f"/theme?{_query([('set', theme), ('next', next_url)])}"
 
