@@ -119,7 +119,7 @@
     // at the last stop Step is no longer a link: go on to the caption's "Next beat", else Back
     if (el && el.id === "step-forward") { return "#caption-next, #step-back"; }
     var m = el && el.id && /^fault-.+-(\d+)$/.exec(el.id);
-    return m ? "#faults a[id$='-" + m[1] + "']" : null;
+    return m ? "#faults button[id$='-" + m[1] + "']" : null;
   }
   document.addEventListener("htmx:beforeRequest", function (event) {
     var active = document.activeElement;

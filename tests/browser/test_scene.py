@@ -149,6 +149,17 @@ def test_tap_a_question_and_ask_one(scene: Page):
     expect(scene.locator("#qa .results details").first).to_be_visible()
 
 
+def test_a_fault_by_keyboard_leaves_focus_in_that_brokers_row(scene: Page, live_server):
+    """Enter on "Crash broker 2": the button is gone after the swap (the row now offers Restart),
+    so focus moves to the first button left in broker 2's row, not back to the top of the page."""
+    scene.goto(live_server + SCENE + "?step=5")
+    scene.wait_for_function("window.htmx !== undefined")
+    scene.focus("#fault-crash-2")
+    scene.keyboard.press("Enter")
+    scene.wait_for_url(re.compile(r"a=crash:2@5"))
+    wait_for_focus(scene, "fault-restart-2")
+
+
 def test_fault_and_question_buttons_work_without_javascript(browser, live_server):
     """The fault, question and ask controls submit the page's hidden state forms (_here.html):
     with script off they are plain GET forms, and each keeps the step and the rest of the state."""
