@@ -300,6 +300,8 @@ class Sim:
         self.flush_messages = cfg.flush_messages
         self.cut: set[frozenset[Any]] = set()
         self.batches: list[Batch] = []
+        # batches not yet finished that hold back the ones behind them (backoff, no leader, held)
+        self.unsendable: set[int] = set()
         self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
         # the ledger as it grows, so a snapshot can say what was sent, acknowledged or failed by then
         self.sent_records: list[str] = []
@@ -585,9 +587,50 @@ class Sim:
         self.pending_batches += 1
         self._producer_send(b.index)
 
+    def _set_state(self, b: Batch, state: str) -> None:
+        b.state = state
+        if state in ("backoff", "waiting_for_leader", "held"):
+            self.unsendable.add(b.index)
+        else:
+            self.unsendable.discard(b.index)
+
+    def _held_by(self, idx: int) -> Batch | None:
+        """The earlier batch of this partition that is waiting to be sent again, if any. A retried
+        batch goes back to the front of the partition's queue (RecordAccumulator.reenqueue, in
+        sequence order with idempotence) and the drain takes only the queue's first batch, skipping
+        the partition while that one backs off or has no leader, so no later batch overtakes it."""
+        earlier = [i for i in self.unsendable if i < idx]
+        return self.batches[min(earlier)] if earlier else None
+
+    def _release_held(self) -> None:
+        """Send, in order, the batches that waited behind one that has now been sent or failed."""
+        for i in sorted(i for i in self.unsendable if self.batches[i].state == "held"):
+            self._producer_send(i)
+
+    def _producer_expire_held(self, idx: int) -> None:
+        b = self.batches[idx]
+        if b.outcome is None and b.state == "held":
+            # RecordAccumulator.expiredBatches: the delivery timeout counts in the accumulator too
+            why = "delivery.timeout.ms passed while it waited"
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why)
+
     def _producer_send(self, idx: int) -> None:
         b = self.batches[idx]
         if b.outcome is not None:
+            return
+        held_by = self._held_by(idx)
+        if held_by is not None:
+            if b.state != "held":
+                self._set_state(b, "held")
+                self.at(b.deadline, self._producer_expire_held, idx)
+                self.step(
+                    "producer_hold",
+                    "producer",
+                    f"Batch {_fmt_records(b.records)} waits in the producer's queue behind "
+                    f"{_fmt_records(held_by.records)}, which waits to be sent again: a partition's "
+                    "batches leave in order",
+                    produce=idx,
+                )
             return
         if self.producer_leader == NO_LEADER or not self._can_connect(self.producer_leader):
             # NetworkClient: a node that refuses the connection gets no request; the batch stays in
@@ -596,7 +639,7 @@ class Sim:
         leader = self.producer_leader
         if leader == NO_LEADER or not self._can_connect(leader):
             if b.state != "waiting_for_leader":
-                b.state = "waiting_for_leader"
+                self._set_state(b, "waiting_for_leader")
                 self.step(
                     "producer_retry",
                     "producer",
@@ -608,7 +651,7 @@ class Sim:
             return
         b.attempts += 1
         b.attempt_id += 1
-        b.state = "awaiting_response"
+        self._set_state(b, "awaiting_response")
         if b.attempts == 1:
             self.sent_records.extend(b.records)
         b.target = leader
@@ -617,7 +660,7 @@ class Sim:
             self.pending_batches -= 1
             b.outcome = "sent"
             b.done_ms = self.now
-            b.state = "sent"
+            self._set_state(b, "sent")
         # Throughout, a message is sent before the step that narrates it, so that step's snapshot
         # shows it in flight (a hop is 1 ms: the next step is often its delivery). Steps schedule
         # nothing, so this order changes no event and no trace.
@@ -647,6 +690,7 @@ class Sim:
                 self.at(b.deadline, self._producer_expire, idx, b.attempt_id)
             else:
                 self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
+        self._release_held()
 
     def _can_connect(self, bid: int) -> bool:
         return self.brokers[bid].alive
@@ -677,7 +721,7 @@ class Sim:
             return
         b.retries_used += 1
         if not quiet:
-            b.state = "backoff"
+            self._set_state(b, "backoff")
             self.step(
                 "producer_retry",
                 "producer",
@@ -699,13 +743,14 @@ class Sim:
         self.failed_records.extend(b.records)
         b.error = error
         b.done_ms = self.now
-        b.state = "failed"
+        self._set_state(b, "failed")
         self.step(
             "producer_give_up",
             "producer",
             f"The producer gives up on {_fmt_records(b.records)}: {error} ({why})",
             produce=b.index,
         )
+        self._release_held()
 
     def _producer_error(self, idx: int, attempt_id: int, error: str) -> None:
         b = self.batches[idx]
@@ -743,7 +788,7 @@ class Sim:
         b.error = None
         b.offsets = offsets
         b.done_ms = self.now
-        b.state = "acked"
+        self._set_state(b, "acked")
         assert offsets is not None
         self.step(
             "producer_receive",

@@ -31,6 +31,7 @@ _CCM = "metadata/src/main/java/org/apache/kafka/controller/ClusterControlManager
 _QC = "metadata/src/main/java/org/apache/kafka/controller/QuorumController.java"
 _KA = "core/src/main/scala/kafka/server/KafkaApis.scala"
 _SENDER = "clients/src/main/java/org/apache/kafka/clients/producer/internals/Sender.java"
+_RACC = "clients/src/main/java/org/apache/kafka/clients/producer/internals/RecordAccumulator.java"
 _LEFC = "storage/src/main/java/org/apache/kafka/storage/internals/epoch/LeaderEpochFileCache.java"
 
 
@@ -74,6 +75,13 @@ STEP_KINDS: dict[str, StepKind] = {
         _SENDER,
         "",
         "a retriable error: the producer will send the batch again after a backoff",
+    ),
+    "producer_hold": StepKind(
+        "producer",
+        "RecordAccumulator.drainBatchesForOneNode",
+        _RACC,
+        "901-904",
+        "a partition's batches leave the accumulator in order: one waiting to be retried holds back the rest",
     ),
     "producer_give_up": StepKind(
         "producer",

@@ -1,0 +1,50 @@
+"""A partition's batches leave the producer in order (kafka-clients-logs.md §C.5, §F.C C4): a batch
+waiting to be retried goes back to the front of the partition's queue (RecordAccumulator.reenqueue)
+and the drain skips the partition while that batch backs off (drainBatchesForOneNode), so a batch
+produced meanwhile waits behind it. Before this rule the engine logged x, b, a; Kafka logs x, a, b."""
+
+import pytest
+
+from tests.engine.scenario_builders import advance, crash, log_rows, produce, restart, run, scenario, settle
+
+
+def story(idempotence: bool) -> dict:
+    return scenario(
+        produce("x"),
+        settle(),
+        crash(2),
+        crash(3),
+        advance(40_000),  # the ISR shrinks to {1}: acks=all writes are refused (NOT_ENOUGH_REPLICAS)
+        produce("a"),
+        advance(300),  # a is backing off before its retry
+        produce("b"),
+        restart(2),
+        settle(),
+        min_isr=2,
+        idempotence=idempotence,
+        acks="all",
+    )
+
+
+@pytest.mark.parametrize("idempotence", [True, False])
+def test_a_batch_produced_during_a_retry_backoff_waits_behind_it(idempotence):
+    result = run(story(idempotence), steps=True)
+    assert [record for _, _, record in log_rows(result, 1)] == ["x", "a", "b"]
+    kinds = [(s["kind"], s.get("produce")) for s in result["steps"]]
+    assert ("producer_hold", 2) in kinds  # b (the third batch) waited behind a
+    # whenever b is sent, a was sent just before it or is already acknowledged: never while a backs off
+    sends = [s["produce"] for s in result["steps"] if s["kind"] == "producer_send" and s["produce"] in (1, 2)]
+    assert sends[0] == 1 and all(p == 1 for p, q in zip(sends, sends[1:], strict=False) if q == 2)
+    assert [b["outcome"] for b in result["produce"]] == ["acked", "acked", "acked"]
+
+
+def test_a_held_batch_still_fails_at_its_delivery_timeout():
+    sc = story(True)
+    sc["producer"]["delivery.timeout.ms"] = 5_000
+    sc["producer"]["request.timeout.ms"] = 4_000
+    sc["actions"] = sc["actions"][:8] + [advance(30_000)]  # nobody restarts: a and b time out
+    result = run(sc, steps=True)
+    outcomes = [(b["outcome"], b.get("error")) for b in result["produce"]]
+    assert outcomes[1][0] == "failed" and outcomes[2][0] == "failed"
+    b = result["produce"][2]
+    assert b["done_ms"] - b["sent_ms"] <= 5_000
