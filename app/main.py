@@ -41,7 +41,7 @@ from app import glossary as glossary_mod
 from app import panels as state_panels
 from app.qa_panel import qa_panel
 from app.settings import Settings
-from app.simulation import Simulator, build_compare, build_timeline
+from app.simulation import ByteBoundedCache, Simulator, build_compare, build_timeline
 from app.state import BadStateURL, SceneState, parse_state
 from app.workers import EngineDispatch, EnginePool
 
@@ -248,7 +248,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine_pool = pool
     sim = Simulator(settings.simulate_cache_entries, cache_bytes=settings.simulate_cache_bytes)
+    # (body, HX-Push-Url) of a rendered step update; weighed by the body and the key's headers
+    step_updates = ByteBoundedCache(
+        None, settings.step_cache_entries, settings.step_cache_bytes, weigh=lambda v: len(v[0]) + 4096
+    )
     app.state.simulator = sim
+    app.state.step_updates = step_updates
     templates = Jinja2Templates(directory=str(settings.templates_dir))
     # templates are read once: without this every include stats its file on each render
     templates.env.auto_reload = False
@@ -374,10 +379,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         state, notes = parse_state(scene, read_query(request), settings, embed=embed)
         injecting = state.inject is not None
-        timeline, state = build_timeline(sim, scene, state)
-        canonical = urls.page_url(state, embed=embed)
         is_htmx = request.headers.get("HX-Request") == "true"
         restoring = request.headers.get("HX-History-Restore-Request") == "true"
+        update_key = None
+        if is_htmx and not restoring and not injecting and settings.step_cache_bytes > 0:
+            # a step update is a function of these alone (the engine is a function of the URL)
+            h = request.headers
+            update_key = (
+                scene_id, embed, request.url.query, str(request.base_url), theme_of(request),
+                h.get("HX-Current-URL", ""), h.get("X-Diagram", ""),
+                h.get("X-Panels", "")[:MAX_PANELS_HEADER],
+            )  # fmt: skip
+            cached = step_updates.get(update_key)
+            if cached is not None:
+                body, push = cached
+                return HTMLResponse(body, headers={"HX-Push-Url": push, "Vary": "HX-Request"})
+        timeline, state = build_timeline(sim, scene, state)
+        canonical = urls.page_url(state, embed=embed)
         if injecting and not is_htmx:
             return RedirectResponse(canonical, status_code=303)
         context = scene_context(request, scene, state, timeline, notes + timeline.notes, embed=embed)
@@ -393,12 +411,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             only = request.headers.get("X-Diagram")
             context = {**context, "oob": True, "diagram_only": only if only in ("wide", "narrow") else None}
             rendered, hashes = render_panels(panels, context, request.headers.get("X-Panels", ""))
-            return render(
+            response = render(
                 request,
                 "_update.html",
                 {**context, "panels": panels, "rendered": rendered, "panel_hashes": hashes},
                 headers={"HX-Push-Url": canonical},
             )
+            if update_key is not None:
+                step_updates.put(update_key, (response.body, canonical))
+            return response
         return render(request, "embed.html" if embed else "scene.html", context)
 
     def here_forms(state: SceneState, *, embed: bool) -> list[tuple[str, list[tuple[str, str]]]]:

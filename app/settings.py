@@ -33,6 +33,12 @@ class Settings:
     # ... and bounded by their estimated size in bytes, per process: a crafted URL's results are
     # evicted (or never kept, when one alone is larger) instead of holding memory for good.
     simulate_cache_bytes: int = 96 * 1024 * 1024
+    # Rendered step updates (the htmx fragment), keyed by everything the fragment is a function
+    # of: the URL, the htmx headers that say what the page already shows, the host and the theme.
+    # In a workshop many learners step through the same beat, so most of their updates are the
+    # same request; a learner alone rarely repeats one. 0 turns it off.
+    step_cache_bytes: int = 24 * 1024 * 1024
+    step_cache_entries: int = 4096
     # The API's result (steps included) may hold at most this much memory, estimated while it
     # runs (engine.estimate_bytes): e.g. 18 produces of 1,000 records on 3 replicas with steps,
     # about 4 MB of JSON; the 499 x 1,000 records on 9 replicas of issue 9 is refused up front.
@@ -72,16 +78,20 @@ class Settings:
         of proxy addresses or networks (e.g. "127.0.0.1,10.0.0.0/8"); BUILD_KAFKA_ENGINE_WORKERS
         the number of engine worker processes (0, the default here, runs the engine inline on
         the event loop; `python -m app.serve`, the production entry, defaults it to
-        `default_engine_workers()`); BUILD_KAFKA_RUN_DEADLINE_S the per-request deadline."""
+        `default_engine_workers()`); BUILD_KAFKA_RUN_DEADLINE_S the per-request deadline;
+        BUILD_KAFKA_STEP_CACHE_BYTES the step-update cache's size (0 turns it off)."""
         env = os.environ if environ is None else environ
         proxies = tuple(p.strip() for p in env.get("BUILD_KAFKA_TRUSTED_PROXIES", "").split(",") if p.strip())
         workers = env.get("BUILD_KAFKA_ENGINE_WORKERS", "").strip()
         deadline = env.get("BUILD_KAFKA_RUN_DEADLINE_S", "").strip()
+        step_cache = env.get("BUILD_KAFKA_STEP_CACHE_BYTES", "").strip()
         chosen: dict[str, object] = {"trusted_proxies": proxies}
         if workers:
             chosen["engine_workers"] = int(workers)
         if deadline:
             chosen["run_deadline_s"] = float(deadline)
+        if step_cache:
+            chosen["step_cache_bytes"] = int(step_cache)
         return cls(**chosen)
 
 

@@ -54,25 +54,35 @@ class ByteBoundedCache:
         self.hits = self.misses = 0
         self.lock = threading.Lock()
 
+    _MISSING = object()
+
     def __call__(self, *key: Any) -> Any:
+        value = self.get(key, self._MISSING)
+        if value is self._MISSING:
+            value = self.fn(*key)  # outside the lock: a slow run must not stall other threads' hits
+            self.put(key, value)
+        return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
         with self.lock:
             found = self.entries.get(key)
-            if found is not None:
-                self.entries.move_to_end(key)
-                self.hits += 1
-                return found[0]
-        value = self.fn(*key)  # outside the lock: a slow run must not stall other threads' hits
+            if found is None:
+                self.misses += 1
+                return default
+            self.entries.move_to_end(key)
+            self.hits += 1
+            return found[0]
+
+    def put(self, key: Any, value: Any) -> None:
         size = self.weigh(value)
         with self.lock:
-            self.misses += 1
             if size > self.max_bytes or key in self.entries:
-                return value
+                return
             self.entries[key] = (value, size)
             self.bytes += size
             while len(self.entries) > self.max_entries or self.bytes > self.max_bytes:
                 _, (_, dropped) = self.entries.popitem(last=False)
                 self.bytes -= dropped
-        return value
 
     def cache_info(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "entries": len(self.entries), "bytes": self.bytes}

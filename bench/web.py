@@ -11,7 +11,9 @@ Starts uvicorn on a free 127.0.0.1 port (stopped by its own pid), then:
 Prints its figures with the sample count; asserts nothing. Targets (issue 9): a step update's
 fragment <= 10 KB, >= 500 step updates/s on 2 cores, first load <= 150 KB.
 Run: `.venv/bin/python bench/web.py --workers 2 --clients 20 --duration 20` (capacity), or
-`--clients 200 --pause-ms 1000` (learners stepping once a second).
+`--clients 200 --pause-ms 1000` (learners stepping once a second). By default every client walks
+the same beat, as a workshop does, so the server's step-update cache answers most of them;
+`--own-seed` gives each client a scenario of its own, as learners alone (no shared updates).
 """
 
 from __future__ import annotations
@@ -168,21 +170,33 @@ def percentile(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))] if values else float("nan")
 
 
-async def step_updates(port: int, base: str, clients: int, duration_s: float, pause_s: float) -> None:
+def own_seed(urls: list[str], client: int) -> list[str]:
+    """The client's own scenario (seed = client + 1): no two clients send the same update, as
+    learners on their own would, so the server's step-update cache never answers for another."""
+    return [re.sub(r"\bseed=\d+", f"seed={client + 1}", url) for url in urls]
+
+
+async def step_updates(
+    port: int, base: str, clients: int, duration_s: float, pause_s: float, separate: bool = False
+) -> None:
     urls = step_urls(base)
     tally = Tally()
     cpu0 = time.process_time()
     started = time.perf_counter()
     deadline = time.monotonic() + duration_s
     await asyncio.gather(
-        *(learner(port, base, urls, i * 3, deadline, tally, pause_s) for i in range(clients))
+        *(
+            learner(port, base, own_seed(urls, i) if separate else urls, i * 3, deadline, tally, pause_s)
+            for i in range(clients)
+        )
     )
     elapsed = time.perf_counter() - started
     client_cpu = (time.process_time() - cpu0) / elapsed * 100
     done = len(tally.latency_ms)
     print(
         f"step updates (htmx, as the browser sends them), {clients} clients, {len(urls)} steps, "
-        f"pause {pause_s * 1000:.0f} ms:"
+        f"pause {pause_s * 1000:.0f} ms, "
+        + ("each on its own seed (no shared updates):" if separate else "all on one beat (a workshop):")
     )
     print(
         f"  {done} updates in {elapsed:.1f} s = {done / elapsed:.0f} updates/s; errors {tally.errors}; "
@@ -212,13 +226,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--clients", type=int, default=CLIENTS)
     parser.add_argument("--duration", type=float, default=DURATION_S, help="seconds of step updates")
     parser.add_argument("--pause-ms", type=float, default=0, help="each client's pause between steps")
+    parser.add_argument("--own-seed", action="store_true", help="each client on its own scenario")
+    parser.add_argument("--no-step-cache", action="store_true", help="render every update (a cold server)")
     args = parser.parse_args(argv)
     port = _server.free_port()
     base = f"http://127.0.0.1:{port}"
     command, env = server_command(port, args.workers, args.serve, args.engine_workers)
+    if args.no_step_cache:
+        env = {**env, "BUILD_KAFKA_STEP_CACHE_BYTES": "0"}
     with _server.running(command, port, env):
         first_load(base)
-        asyncio.run(step_updates(port, base, args.clients, args.duration, args.pause_ms / 1000))
+        asyncio.run(
+            step_updates(port, base, args.clients, args.duration, args.pause_ms / 1000, args.own_seed)
+        )
     return 0
 
 

@@ -100,3 +100,36 @@ def test_a_full_page_draws_both_geometries_and_holds_no_hashes(client):
 def test_a_garbled_panel_header_only_costs_bytes(client, junk):
     r = step(client, "05", 5, junk)
     assert r.status_code == 200 and "diagram" in oob_ids(r.text)
+
+
+def test_the_same_step_update_is_rendered_once_and_served_again(app, client):
+    """A workshop's learners send the same update; the second answer comes from the cache and is
+    the same bytes and headers. Anything the fragment depends on (what the page holds, the host)
+    makes another entry."""
+    cache = app.state.step_updates
+    first = step(client, "04a", 5, "")
+    hits = cache.hits
+    again = step(client, "04a", 5, "")
+    assert cache.hits == hits + 1
+    assert again.text == first.text and again.headers["HX-Push-Url"] == first.headers["HX-Push-Url"]
+    assert again.headers["content-type"] == first.headers["content-type"]
+    other = step(client, "04a", 5, held(first.text))  # the page holds more: a smaller answer
+    assert cache.hits == hits + 1 and len(other.text) < len(first.text)
+    elsewhere = client.get(
+        "/scenes/04a?step=5", headers={**HTMX, "HX-Current-URL": "http://testserver/scenes/04a?step=4",
+                                       "Host": "learn.example"},
+    )  # fmt: skip
+    assert cache.hits == hits + 1 and "learn.example" in elsewhere.text  # share links name the host
+
+
+def test_the_step_update_cache_can_be_turned_off():
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(step_cache_bytes=0))
+    with TestClient(app) as c:
+        step(c, "04a", 5)
+        step(c, "04a", 5)
+    assert app.state.step_updates.hits == 0 and not app.state.step_updates.entries
