@@ -39,6 +39,9 @@ def canonical_json(scenario: dict[str, Any]) -> str:
     return json.dumps(scenario, sort_keys=True, separators=(",", ":"))
 
 
+_MISSING = object()  # a cache miss (None may be a cached value)
+
+
 class ByteBoundedCache:
     """A least-recently-used cache of a function's results, bounded by entries and by bytes.
 
@@ -54,11 +57,9 @@ class ByteBoundedCache:
         self.hits = self.misses = 0
         self.lock = threading.Lock()
 
-    _MISSING = object()
-
     def __call__(self, *key: Any) -> Any:
-        value = self.get(key, self._MISSING)
-        if value is self._MISSING:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
             value = self.fn(*key)  # outside the lock: a slow run must not stall other threads' hits
             self.put(key, value)
         return value
@@ -101,6 +102,18 @@ def _weigh_tags(value: Tags) -> int:
     return 64 + 8 * len(value.actions) + 24 * (len(value.starts_ms) + len(value.times_ms))
 
 
+def _weigh_derived(value: Any) -> int:
+    """About how many bytes a derived list (a timeline's stops) holds: each item's texts and
+    fixed fields; anything else counts as one small object."""
+    if not isinstance(value, (list, tuple)):
+        return 256
+    total = 64
+    for item in value:
+        texts = getattr(item, "texts", ()) or ()
+        total += 200 + len(getattr(item, "title", "") or "") + sum(50 + len(t) for t in texts)
+    return total
+
+
 class Simulator:
     """The engine behind bounded caches (per app instance, so tests stay independent).
 
@@ -121,8 +134,8 @@ class Simulator:
         self._view = ByteBoundedCache(self._view_uncached, cache_entries, light // 4, weigh)
         self._tags = ByteBoundedCache(self._tags_uncached, cache_entries, light // 4, _weigh_tags)
         self._profile = functools.lru_cache(maxsize=cache_entries)(self._profile_uncached)
-        self._memo: collections.OrderedDict[tuple[Any, ...], Any] = collections.OrderedDict()
-        self._memo_entries = cache_entries
+        # the key holds the scenario's JSON; a stop holds its title and the texts folded into it
+        self._memo = ByteBoundedCache(None, cache_entries, light // 8, _weigh_derived)
 
     @staticmethod
     def _replay_uncached(key: str) -> dict[str, Any]:
@@ -182,13 +195,10 @@ class Simulator:
 
     def memo(self, key: tuple[Any, ...], build: Any) -> Any:
         """A value derived from a scenario (its stops), built once per key (read-only, shared)."""
-        if key in self._memo:
-            self._memo.move_to_end(key)
-            return self._memo[key]
-        value = build()
-        self._memo[key] = value
-        if len(self._memo) > self._memo_entries:
-            self._memo.popitem(last=False)
+        value = self._memo.get(key, _MISSING)
+        if value is _MISSING:
+            value = build()
+            self._memo.put(key, value)
         return value
 
     def tags(self, scenario: dict[str, Any]) -> Tags:

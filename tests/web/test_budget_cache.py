@@ -60,3 +60,18 @@ def test_the_tags_estimate_is_within_a_small_factor_of_their_memory():
     finally:
         tracemalloc.stop()
     assert held / 2 < _weigh_tags(tags) < held * 2
+
+
+def test_derived_values_are_bounded_by_bytes_too():
+    """Simulator.memo (a timeline's stops) shares the caches' byte rule: values with long texts
+    evict older ones instead of piling up by count."""
+    from types import SimpleNamespace
+
+    sim = Simulator(cache_entries=10_000, cache_bytes=8 * 1024 * 1024)  # memo: 8 MB / 4 / 8 = 256 KB
+    heavy = [SimpleNamespace(title="t", texts=("x" * 10_000,)) for _ in range(5)]  # ~50 KB each
+    built = []
+    for i in range(40):
+        sim.memo(("stops", i), lambda: built.append(1) or heavy)
+    assert sim._memo.bytes <= 256 * 1024 and len(sim._memo.entries) < 10
+    sim.memo(("stops", 39), lambda: built.append(1) or heavy)  # the newest is still there
+    assert len(built) == 40
