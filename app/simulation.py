@@ -150,9 +150,11 @@ class Simulator:
     def _view_uncached(key: str, at_step: int) -> dict[str, Any]:
         return engine.simulate(json.loads(key), at_step=at_step)
 
-    @staticmethod
-    def _tags_uncached(key: str) -> Tags:
-        result = engine.simulate(json.loads(key), steps=True)
+    def _tags_uncached(self, key: str) -> Tags:
+        # the all-views run holds the same steps: read them there when it is already cached
+        result = self._replay.get((key,))
+        if result is None:
+            result = engine.simulate(json.loads(key), steps=True)
         tags = [-1 if st["action"] is None else st["action"] for st in result["steps"]]
         return Tags(tags, result["action_t_ms"], [st["t_ms"] for st in result["steps"]])
 
@@ -373,7 +375,10 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
             steps_before = len(sim.tags(scenario).actions)
             scenario, landed = fork(sim, scenario, injected, notes)
             injected_steps.append(landed)
-            if injected.verb == QUIET and len(sim.tags(scenario).actions) == steps_before:
+            last = injected is actions[-1] and state.inject is None
+            # the last scenario is replayed in full below: count its steps there, not in a run of its own
+            steps_after = len(sim.full(scenario)["steps"]) if last else len(sim.tags(scenario).actions)
+            if injected.verb == QUIET and steps_after == steps_before:
                 notes.append(
                     f"Run until quiet (a={injected.encode()}) changed nothing: at step "
                     f"{injected.after_step} nothing is in flight and no broker is waiting to be "

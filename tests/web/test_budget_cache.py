@@ -51,15 +51,32 @@ def test_a_simulator_holds_no_more_than_its_byte_budget():
 def test_the_tags_estimate_is_within_a_small_factor_of_their_memory():
     scenario = {"actions": [{"do": "produce", "count": 3}, {"do": "advance", "ms": 400}] * 200}
     key = json.dumps(scenario, sort_keys=True, separators=(",", ":"))
+    sim = Simulator(16)  # nothing cached: the tags come from a run of their own
     gc.collect()
     tracemalloc.start()
     try:
-        tags = Simulator._tags_uncached(key)
+        tags = sim._tags_uncached(key)
         gc.collect()
         held, _ = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert held / 2 < _weigh_tags(tags) < held * 2
+
+
+def test_the_tags_of_a_replayed_scenario_come_from_its_replay(monkeypatch):
+    """An injected timeline's last scenario is replayed in full; its tags (what the next fault on
+    top of it needs) are read from that replay instead of a run of their own."""
+    import app.simulation as simulation
+
+    runs = []
+    real = simulation.engine.simulate
+    monkeypatch.setattr(simulation.engine, "simulate", lambda *a, **k: runs.append(k) or real(*a, **k))
+    sim = Simulator(16)
+    scenario = {"actions": [{"do": "produce", "count": 3}, {"do": "advance", "ms": 400}]}
+    full = sim.full(scenario)
+    tags = sim.tags(scenario)
+    assert len(runs) == 1 and runs[0].get("all_views")  # the replay alone
+    assert len(tags.actions) == len(full["steps"])
 
 
 def test_derived_values_are_bounded_by_bytes_too():
