@@ -34,6 +34,7 @@ from typing import Any
 
 from . import budget as _budget
 from .budget import BudgetExceeded, snapshot_bytes, step_bytes
+from .partitioner import partition_for_key
 from .scenario import Config, Limits, ScenarioError
 from .steps import step_kind
 
@@ -2790,6 +2791,17 @@ def run(
     )
 
 
+def _partition_of(action: Any, partitions: int) -> int:
+    """KafkaProducer.partition for one produce: the partition it names; else its key's murmur2
+    hash over every partition of the topic (partitioner.partition_for_key); a keyless produce goes
+    to partition 0 (the sticky partitioner is not modelled yet)."""
+    if action.partition is not None:
+        return action.partition
+    if action.key is not None:
+        return partition_for_key(action.key.encode("utf-8"), partitions)
+    return 0
+
+
 def _split(cfg: Config) -> list[tuple[Config, list[int], list[int]]]:
     """One configuration per partition: every fault goes to all, each produce to its own partition.
 
@@ -2811,7 +2823,7 @@ def _split(cfg: Config) -> list[tuple[Config, list[int], list[int]]]:
                     update={"records": [f"m{produced + i}" for i in range(a.count)], "count": None}
                 )
             produced += len(a.records)
-            p = a.partition or 0
+            p = _partition_of(a, n)
             per[p].append(a)
             index[p].append(k)
             origin[p].append(g)

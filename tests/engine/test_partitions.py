@@ -96,3 +96,24 @@ def test_several_partitions_views_follow_the_merged_steps_in_time():
             assert rec in r["views"][k]["partitions"][st["partition"]]["ledger"]["acked"]
             before = max(i for i in range(k) if i == 0 or r["steps"][i - 1]["t_ms"] < st["t_ms"])
             assert rec not in r["views"][before]["partitions"][st["partition"]]["ledger"]["acked"]
+
+
+def test_keyed_records_go_where_murmur2_sends_them():
+    """kafka-clients-logs.md §F.C C1 on three partitions: alice → p0, carol → p2, key-0 → p1; a
+    partition named on the produce wins over its key (C.1's order)."""
+    sc = {
+        "topic": {"replication.factor": 3, "partitions": 3},
+        "actions": [
+            {"do": "produce", "records": ["a1"], "key": "alice"},
+            {"do": "produce", "records": ["c1"], "key": "carol"},
+            {"do": "produce", "records": ["k1"], "key": "key-0"},
+            {"do": "produce", "records": ["c2"], "key": "carol", "partition": 0},
+            {"do": "produce", "records": ["c3"], "key": "carol"},
+            {"do": "settle"},
+        ],
+    }
+    result = simulate(sc)
+    assert [(b["records"][0], b["partition"]) for b in result["produce"]] == [
+        ("a1", 0), ("c1", 2), ("k1", 1), ("c2", 0), ("c3", 2)
+    ]  # fmt: skip
+    assert [b["offsets"] for b in result["produce"] if b["records"][0].startswith("c")] == [[0], [1], [1]]
