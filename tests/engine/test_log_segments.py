@@ -99,13 +99,20 @@ def test_A4_size_retention_keeps_at_least_retention_bytes():
     assert log.size == 3 * MIB + MIB // 2
 
 
-def test_A5_a_consumer_behind_retention_gets_out_of_range_and_resets_by_policy():
+def log_from_50(records: int) -> SegmentedLog:
+    """Ten 100-byte records a segment (segment.bytes 1000), `records` of them, everything below
+    offset 50 deleted by DeleteRecords and a retention pass."""
     log = SegmentedLog(segment_bytes=1000)
-    for i in range(60):
+    for i in range(records):
         log.append([(i, 100)])
     committed(log)
     log.delete_records(50)
     log.retention_pass(0)
+    return log
+
+
+def test_A5_a_consumer_behind_retention_gets_out_of_range_and_resets_by_policy():
+    log = log_from_50(60)
     assert log.log_start_offset == 50
     assert log.read(40).error == OFFSET_OUT_OF_RANGE
     assert reset_position(log, "earliest") == 50  # 40-49 lost to the group, no error
@@ -115,12 +122,7 @@ def test_A5_a_consumer_behind_retention_gets_out_of_range_and_resets_by_policy()
 
 
 def test_A6_delete_records_inside_a_segment():
-    log = SegmentedLog(segment_bytes=1000)
-    for i in range(70):
-        log.append([(i, 100)])
-    committed(log)
-    log.delete_records(50)
-    log.retention_pass(0)
+    log = log_from_50(70)
     assert [s.base_offset for s in log.segments] == [50, 60]  # segments [50..59], [60..69]
     log.delete_records(55)
     assert log.log_start_offset == 55
