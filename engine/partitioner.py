@@ -41,6 +41,7 @@ Generation = Literal["round-robin", "sticky", "built-in"]
 
 
 def _signed32(n: int) -> int:
+    """The Java int `Utils.murmur2` returns: the low 32 bits read as two's complement."""
     n &= _MASK32
     return n - (1 << 32) if n & 0x80000000 else n
 
@@ -174,6 +175,8 @@ def weighted_pick(rng: random.Random, candidates: list[int], queue_lengths: Mapp
 
 
 def _draw(rng: random.Random, candidates: list[int], weights: list[int]) -> int:
+    """The weighted branch of `BuiltInPartitioner.nextPartition` (3.3+): a draw below the total
+    weight, then the first candidate whose running sum of weights exceeds it."""
     ticket = rng.randrange(sum(weights))
     for partition, weight in zip(candidates, weights, strict=True):
         if ticket < weight:
@@ -203,6 +206,7 @@ class KeylessPartitioner:
     switches: list[int] = field(default_factory=list)  # every partition it stuck to, in order
 
     def __post_init__(self) -> None:
+        """`KafkaProducer`'s constructor (3.3+) hands the accumulator max(1, batch.size)."""
         self.batch_size = max(1, self.batch_size)
 
     def partition(
@@ -268,10 +272,13 @@ class KeylessPartitioner:
             self._draw_next(rng, available, queue_lengths, slow)
 
     def _pool(self, available: list[int]) -> list[int]:
+        """`Cluster.availablePartitionsForTopic`, or `partitionsForTopic` when none is available,
+        as every generation's keyless pick falls back."""
         return sorted(available) or list(range(self.num_partitions))
 
     def _stick_elsewhere(self, rng: random.Random, available: list[int]) -> None:
-        # StickyPartitionCache.nextPartition: redraw until the pick differs from the old one
+        """`StickyPartitionCache.nextPartition` (2.4 to 3.2): with several available partitions,
+        redraw until the pick differs from the old one."""
         if not available:
             pick = rng.randrange(self.num_partitions)
         elif len(available) == 1:
@@ -290,7 +297,8 @@ class KeylessPartitioner:
         queue_lengths: Mapping[int, int] | None,
         slow: Iterable[int],
     ) -> None:
-        # BuiltInPartitioner.nextPartition: weighted by the load stats when adaptive has them
+        """`BuiltInPartitioner.nextPartition` (3.3+): weighted by the load stats when adaptive
+        partitioning has them, else uniform over the available partitions."""
         stats = load_stats(self.num_partitions, available, queue_lengths, slow) if self.adaptive else None
         if stats is None:
             pool = self._pool(available)
@@ -299,6 +307,7 @@ class KeylessPartitioner:
             self._stick(_draw(rng, *stats))
 
     def _stick(self, partition: int) -> None:
+        """A fresh `BuiltInPartitioner.StickyPartitionInfo` (3.3+): the new partition, no bytes yet."""
         self.current = partition
         self.produced_bytes = 0
         self.switches.append(partition)
