@@ -524,7 +524,9 @@ class RetentionSchedule:
     """The `kafka-log-retention` task (`LogManager.startup`): first run `log.initial.task.delay.ms`
     (30 s) after the broker starts, then at a fixed rate of `log.retention.check.interval.ms`.
     `run_until` runs the checks that fall in a span but evaluates only those that can delete, so
-    days of idle simulated time cost a handful of steps."""
+    days of idle simulated time cost a handful of steps. This task skips logs whose policy includes
+    `compact`: for those the cleaner thread calls `deleteOldSegments` after each cleaning
+    (`LogCleaner.CleanerThread`), which is the caller's to schedule."""
 
     interval_ms: int = 300_000
     start_ms: int = 0

@@ -443,6 +443,15 @@ def test_list_offsets_searches_only_the_first_segment_with_a_late_enough_timesta
     assert log.list_offsets(550).offset == 3
 
 
+def test_an_empty_log_answers_without_records():
+    log = SegmentedLog.create(LogConfig())
+    assert log.read(0) == []
+    assert log.list_offsets(MAX_TIMESTAMP) == OffsetAndTimestamp(-1, -1)
+    assert log.list_offsets(0) == OffsetAndTimestamp(-1, -1)
+    assert log.next_deletion_ms() is None  # nothing to delete, ever: a schedule runs no pass
+    assert RetentionSchedule().run_until(log, 8 * DAY) == []
+
+
 # ---- invariants over random schedules ----------------------------------------------------------
 
 
