@@ -1,247 +1,618 @@
-"""One partition replica's log as segments: when a segment rolls, which segments retention deletes,
-what a read below the log start or past the end answers, and ListOffsets.
+"""One partition replica's log as Kafka keeps it: a row of segments, the last one active.
 
-Pure and clock-free: every call that depends on time takes `now_ms`; record timestamps are the
-producer's CreateTime, as the records carry them. The rules paraphrase Kafka 4.x's
-`UnifiedLog`, `LocalLog` and `LogSegment` (storage module); each method names the one it follows.
+Pure and deterministic: no wall clock (every call that needs the time takes `now_ms`) and no
+randomness (a segment's roll jitter comes from the `roll_jitter` callable the caller passes; the
+default is Kafka's default `segment.jitter.ms` = 0).
 
-The high watermark is the caller's (replication sets it): this module only refuses to delete or
-start the log at or above it. Sizes are the bytes the scenario gives each record (Kafka counts
-the batch on disk, headers included). Simplifications, each stated where it matters: a produce
-batch is the unit of a roll check; the roll jitter (`segment.jitter.ms`) is 0; the offset and time
-indexes never fill; the bytes of a deleted segment leave at once (Kafka keeps them for
-`file.delete.delay.ms`, unreadable, since the log start moved first).
+What is modelled, each after the Kafka code it paraphrases (Kafka 4.0, trunk at 1eb7644, the
+files `UnifiedLog.scala`, `LocalLog.scala`, `LogSegment.java`, `Partition.scala`,
+`ReplicaManager.scala`, `LogManager.scala`):
+
+- the offsets: log start offset, high watermark, log end offset;
+- appends, with the roll check (`UnifiedLog.maybeRoll` / `LogSegment.shouldRoll`) made before the
+  batch is written: size including the incoming batch, time measured with record timestamps from
+  the segment's first batch, a full offset or time index, a relative-offset overflow;
+- retention (`UnifiedLog.deleteOldSegments`): the log-start-offset, size and time passes, each
+  deleting a prefix of whole segments below the high watermark, the empty active segment rolled
+  when every segment goes, files renamed `.deleted` and removed `file.delete.delay.ms` later, and
+  the `kafka-log-retention` schedule (`RetentionSchedule`), which skips checks that cannot delete;
+- DeleteRecords (`Partition.deleteRecordsOnLeader`), reads (`UnifiedLog.read`), ListOffsets
+  (`Partition.fetchOffsetForTimestamp`), and the consumer's `auto.offset.reset`.
+
+Not modelled: transactions (the last stable offset equals the high watermark here), compaction
+(a `compact` policy only switches the size and time passes off; the cleaner thread that runs
+retention for such logs is the caller's), tiered storage, and record batches split across fetches
+(a read returns whole records, not Kafka's whole batches that the client trims).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+NO_TIMESTAMP = -1
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+OFFSET_INDEX_ENTRY_BYTES = 8
+TIME_INDEX_ENTRY_BYTES = 12
+RECORD_BATCH_OVERHEAD = 61
+LOG_INITIAL_TASK_DELAY_MS = 30_000
+
+# Why a pass deleted a segment: the names of Kafka's SegmentDeletionReason classes.
+START_OFFSET_BREACH = "StartOffsetBreach"
+RETENTION_SIZE_BREACH = "RetentionSizeBreach"
+RETENTION_MS_BREACH = "RetentionMsBreach"
 
 OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
-LATEST, EARLIEST, MAX_TIMESTAMP = -1, -2, -3  # ListOffsets' special timestamps
+
+
+class LogError(Exception):
+    """A request the log refuses; `error` is the Kafka error name the client receives."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """The topic configs a log reads, with Kafka 4.x defaults. Field names are Kafka's keys with
+    dots as underscores."""
+
+    segment_bytes: int = 1_073_741_824
+    segment_ms: int = 604_800_000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10_485_760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604_800_000
+    retention_bytes: int = -1
+    cleanup_policy: str = "delete"
+    max_compaction_lag_ms: int = LONG_MAX
+    max_message_bytes: int = 1_048_588
+    file_delete_delay_ms: int = 60_000
+
+    @classmethod
+    def from_topic(cls, topic: Mapping[str, object]) -> LogConfig:
+        """Read Kafka's own keys (`"segment.bytes"`, ...) from a scenario's topic object; keys it
+        does not know are ignored."""
+        known = {f.replace("_", "."): f for f in cls.__dataclass_fields__}
+        return cls(**{known[k]: v for k, v in topic.items() if k in known})  # type: ignore[arg-type]
+
+    @property
+    def delete(self) -> bool:
+        """`LogConfig.delete`: the policy includes `delete`."""
+        return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def max_segment_ms(self) -> int:
+        """`LogConfig.maxSegmentMs`: a compacted topic rolls by `max.compaction.lag.ms` too."""
+        if self.compact and self.max_compaction_lag_ms > 0:
+            return min(self.max_compaction_lag_ms, self.segment_ms)
+        return self.segment_ms
+
+
+def no_jitter(config: LogConfig) -> int:
+    return 0
+
+
+def seeded_jitter(draw: Callable[[], int]) -> Callable[[LogConfig], int]:
+    """`LogConfig.randomSegmentJitter` with the caller's generator: `draw()` stands for
+    `Utils.abs(random.nextInt())`; the jitter is that modulo min(segment.jitter.ms, segment.ms)."""
+
+    def jitter(config: LogConfig) -> int:
+        if config.segment_jitter_ms == 0:
+            return 0
+        return draw() % min(config.segment_jitter_ms, config.segment_ms)
+
+    return jitter
+
+
+def _varint_size(value: int) -> int:
+    zigzag = (value << 1) ^ (value >> 63)
+    size = 1
+    while zigzag >= 0x80:
+        zigzag >>= 7
+        size += 1
+    return size
+
+
+def batch_size_bytes(records: Sequence[tuple[int, bytes | None, bytes | None]]) -> int:
+    """On-disk size of an uncompressed v2 batch of `(timestamp_ms, key, value)` records, header-less:
+    `DefaultRecordBatch.RECORD_BATCH_OVERHEAD` plus `DefaultRecord.sizeInBytes` per record."""
+    if not records:
+        return 0
+    base_ts = records[0][0]
+    total = RECORD_BATCH_OVERHEAD
+    for delta, (ts, key, value) in enumerate(records):
+        body = 1 + _varint_size(delta) + _varint_size(ts - base_ts) + 1  # attributes, deltas, 0 headers
+        for part in (key, value):
+            body += 1 if part is None else _varint_size(len(part)) + len(part)
+        total += _varint_size(body) + body
+    return total
 
 
 @dataclass(frozen=True)
 class Record:
     offset: int
     timestamp_ms: int
-    size: int
-    value: str = ""
     key: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class Batch:
+    records: tuple[Record, ...]
+    size_bytes: int
+
+    @property
+    def base_offset(self) -> int:
+        return self.records[0].offset
+
+    @property
+    def last_offset(self) -> int:
+        return self.records[-1].offset
+
+    @property
+    def max_timestamp_ms(self) -> int:
+        return max(r.timestamp_ms for r in self.records)
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """`DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max."""
+        top = self.max_timestamp_ms
+        return next(r.offset for r in self.records if r.timestamp_ms == top)
 
 
 @dataclass
 class Segment:
+    """One `.log` file with its indexes, as `LogSegment` keeps them in memory."""
+
     base_offset: int
-    records: list[Record] = field(default_factory=list)
+    created_ms: int
+    roll_jitter_ms: int = 0
+    batches: list[Batch] = field(default_factory=list)
+    size_bytes: int = 0
+    first_batch_timestamp_ms: int | None = None  # LogSegment.rollingBasedTimestamp
+    max_timestamp_ms: int = NO_TIMESTAMP
+    offset_of_max_timestamp: int = -1
+    last_modified_ms: int = 0
+    offset_index_entries: int = 0
+    time_index_entries: int = 0
+    time_index_last_ms: int = NO_TIMESTAMP
+    bytes_since_last_index_entry: int = 0
 
     @property
-    def size(self) -> int:
-        return sum(r.size for r in self.records)
+    def next_offset(self) -> int:
+        return self.batches[-1].last_offset + 1 if self.batches else self.base_offset
 
     @property
-    def first_timestamp(self) -> int | None:
-        return self.records[0].timestamp_ms if self.records else None
-
-    @property
-    def largest_timestamp(self) -> int | None:
-        """`LogSegment.largestTimestamp`: the newest record timestamp in the segment (not its last)."""
-        return max((r.timestamp_ms for r in self.records), default=None)
-
-    @property
-    def name(self) -> str:
-        """The segment file's name: its base offset, zero-padded to 20 digits (LogFileUtils)."""
+    def file_name(self) -> str:
+        """`LogFileUtils.logFile`: the base offset padded to 20 digits."""
         return f"{self.base_offset:020d}.log"
 
+    @property
+    def largest_timestamp_ms(self) -> int:
+        """`LogSegment.largestTimestamp`: the max record timestamp, else the file's mtime."""
+        return self.max_timestamp_ms if self.max_timestamp_ms >= 0 else self.last_modified_ms
+
+    def time_waited_for_roll(self, now_ms: int, batch_max_timestamp_ms: int) -> int:
+        """`LogSegment.timeWaitedForRoll`: the incoming batch's max timestamp minus the first
+        batch's, or wall-clock age when the first batch had no timestamp."""
+        first = self.first_batch_timestamp_ms
+        if first is not None and first >= 0:
+            return batch_max_timestamp_ms - first
+        return now_ms - self.created_ms
+
+    def should_roll(self, config: LogConfig, batch_bytes: int, batch_max_timestamp_ms: int,
+                    batch_last_offset: int, now_ms: int) -> bool:
+        """`LogSegment.shouldRoll`: size past `segment.bytes` counting the incoming batch, or a
+        non-empty segment older than `segment.ms` minus its jitter (strictly), or a full index, or
+        an offset that does not fit 32 bits relative to the base."""
+        reached_roll_ms = (self.time_waited_for_roll(now_ms, batch_max_timestamp_ms)
+                           > config.max_segment_ms - self.roll_jitter_ms)
+        offset_entries = (config.segment_index_bytes // OFFSET_INDEX_ENTRY_BYTES)
+        time_entries = (config.segment_index_bytes // TIME_INDEX_ENTRY_BYTES)
+        return (self.size_bytes > config.segment_bytes - batch_bytes
+                or (self.size_bytes > 0 and reached_roll_ms)
+                or self.offset_index_entries >= offset_entries
+                or self.time_index_entries >= time_entries
+                or not 0 <= batch_last_offset - self.base_offset <= INT_MAX)
+
+    def append(self, batch: Batch, config: LogConfig, now_ms: int) -> None:
+        """`LogSegment.append`: remember the first batch's timestamp, the max timestamp and where it
+        is, and add a sparse index entry once more than `index.interval.bytes` went in unindexed."""
+        if self.size_bytes == 0:
+            self.first_batch_timestamp_ms = batch.max_timestamp_ms
+        if batch.max_timestamp_ms > self.max_timestamp_ms:
+            self.max_timestamp_ms = batch.max_timestamp_ms
+            self.offset_of_max_timestamp = batch.offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > config.index_interval_bytes:
+            self.offset_index_entries += 1
+            if self.time_index_entries == 0 or self.max_timestamp_ms > self.time_index_last_ms:
+                self.time_index_entries += 1
+                self.time_index_last_ms = self.max_timestamp_ms
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += batch.size_bytes
+        self.batches.append(batch)
+        self.size_bytes += batch.size_bytes
+        self.last_modified_ms = now_ms
+
+    def records(self) -> list[Record]:
+        return [r for b in self.batches for r in b.records]
+
 
 @dataclass(frozen=True)
-class Deleted:
-    base_offset: int
-    next_offset: int
-    reason: Literal["log_start_offset", "retention.bytes", "retention.ms"]
+class Deletion:
+    """A segment retention removed: gone from reads at `at_ms`, its `.deleted` files removed from
+    disk at `files_removed_ms` (`LocalLog.deleteSegmentFiles` with `file.delete.delay.ms`)."""
+
+    segment: Segment
+    reason: str
+    at_ms: int
+    files_removed_ms: int
 
 
 @dataclass(frozen=True)
-class ReadResult:
-    error: str | None
-    records: tuple[Record, ...] = ()
+class OffsetAndTimestamp:
+    """A ListOffsets answer; (-1, -1) is "no such offset" (the Java consumer's `null`)."""
+
+    offset: int
+    timestamp_ms: int
 
 
-class OffsetOutOfRangeError(Exception):
-    """What `poll()` throws with `auto.offset.reset=none` (OffsetOutOfRangeException)."""
+NOT_FOUND = OffsetAndTimestamp(-1, NO_TIMESTAMP)
 
 
 @dataclass
 class SegmentedLog:
-    segment_bytes: int = 1_073_741_824
-    segment_ms: int = 604_800_000
-    retention_ms: int = 604_800_000
-    retention_bytes: int = -1
-    cleanup_policy: str = "delete"
-    segments: list[Segment] = field(default_factory=lambda: [Segment(0)])
+    """One partition replica's log (`UnifiedLog` over `LocalLog`). The replication layer moves the
+    high watermark with `update_high_watermark`; with one replica it follows the LEO."""
+
+    config: LogConfig
+    segments: list[Segment]
     log_start_offset: int = 0
-    hw: int = 0
+    high_watermark: int = 0
+    roll_jitter: Callable[[LogConfig], int] = no_jitter
+    deleted: list[Deletion] = field(default_factory=list)
 
-    # -- offsets ---------------------------------------------------------------------------
-
-    @property
-    def leo(self) -> int:
-        """The offset the next record gets."""
-        active = self.segments[-1]
-        return active.records[-1].offset + 1 if active.records else active.base_offset
+    @classmethod
+    def create(cls, config: LogConfig, now_ms: int = 0,
+               roll_jitter: Callable[[LogConfig], int] = no_jitter) -> SegmentedLog:
+        first = Segment(0, now_ms, roll_jitter(config), last_modified_ms=now_ms)
+        return cls(config, [first], roll_jitter=roll_jitter)
 
     @property
     def active(self) -> Segment:
         return self.segments[-1]
 
     @property
-    def size(self) -> int:
-        return sum(s.size for s in self.segments)
+    def log_end_offset(self) -> int:
+        return self.active.next_offset
 
-    # -- appends ---------------------------------------------------------------------------
+    @property
+    def last_stable_offset(self) -> int:
+        return self.high_watermark  # no transactions in this model
 
-    def should_roll(self, batch: list[tuple[int, int]]) -> bool:
-        """`LogSegment.shouldRoll`, asked by `UnifiedLog.maybeRoll` before each append, for a batch
-        of (timestamp, size): roll if the batch would push the active segment past segment.bytes,
-        or if the segment is non-empty and the batch's newest timestamp is more than segment.ms
-        after the segment's first record's (strictly)."""
-        active = self.active
-        incoming = sum(size for _, size in batch)
-        if active.size > self.segment_bytes - incoming:
-            return True
-        first = active.first_timestamp
-        if first is None:
-            return False
-        newest = max(ts for ts, _ in batch)
-        return newest - first > self.segment_ms
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.segments)
 
-    def roll(self) -> Segment:
-        """`UnifiedLog.roll`: a new empty active segment based at the log end offset."""
-        if self.active.records:
-            self.segments.append(Segment(self.leo))
+    def bytes_on_disk(self, now_ms: int) -> int:
+        """Live segments plus deleted ones whose files are still waiting out `file.delete.delay.ms`."""
+        pending = sum(d.segment.size_bytes for d in self.deleted if d.files_removed_ms > now_ms)
+        return self.size_bytes + pending
+
+    # -- appends and rolls -------------------------------------------------------------------
+
+    def append(self, records: Sequence[tuple[int, str | None, str | None]], size_bytes: int,
+               now_ms: int) -> Batch:
+        """`UnifiedLog.append` of one batch of `(timestamp_ms, key, value)` records, `size_bytes` on
+        disk: size checks, offsets from the LEO, `maybeRoll`, then the write to the active segment.
+        The high watermark does not move here."""
+        if not records:
+            raise ValueError("a batch holds at least one record")
+        if size_bytes > self.config.max_message_bytes:
+            raise LogError("RECORD_TOO_LARGE", f"batch of {size_bytes} bytes > max.message.bytes")
+        if size_bytes > self.config.segment_bytes:
+            raise LogError("RECORD_BATCH_TOO_LARGE", f"batch of {size_bytes} bytes > segment.bytes")
+        first = self.log_end_offset
+        batch = Batch(tuple(Record(first + i, ts, k, v) for i, (ts, k, v) in enumerate(records)),
+                      size_bytes)
+        self.maybe_roll(batch, now_ms).append(batch, self.config, now_ms)
+        return batch
+
+    def maybe_roll(self, batch: Batch, now_ms: int) -> Segment:
+        """`UnifiedLog.maybeRoll`: roll to a segment based at the batch's first offset when the
+        active segment `shouldRoll`; runs only inside an append."""
+        if self.active.should_roll(self.config, batch.size_bytes, batch.max_timestamp_ms,
+                                   batch.last_offset, now_ms):
+            return self.roll(now_ms, batch.base_offset)
         return self.active
 
-    def append(self, batch: list[tuple[int, int]] | list[tuple[int, int, str]]) -> list[int]:
-        """`UnifiedLog.append` on the leader for one produce batch of (timestamp_ms, size[, value]):
-        roll first when `should_roll` says so, then give the records consecutive offsets from the
-        LEO. Returns the offsets. An idle partition never rolls: only an append checks."""
-        if not batch:
-            return []
-        pairs = [(entry[0], entry[1]) for entry in batch]
-        if self.should_roll(pairs):
-            self.roll()
-        first = self.leo
-        for i, entry in enumerate(batch):
-            value = entry[2] if len(entry) > 2 else ""  # type: ignore[misc]
-            self.active.records.append(Record(first + i, entry[0], entry[1], value))
-        return list(range(first, first + len(batch)))
+    def roll(self, now_ms: int, expected_next_offset: int = 0) -> Segment:
+        """`LocalLog.roll`: a new active segment at max(expected offset, LEO); an empty active
+        segment already at that offset is replaced (the KAFKA-6388 case)."""
+        offset = max(expected_next_offset, self.log_end_offset)
+        segment = Segment(offset, now_ms, self.roll_jitter(self.config), last_modified_ms=now_ms)
+        if self.active.base_offset == offset:
+            self.segments[-1] = segment
+        else:
+            self.segments.append(segment)
+        return segment
 
-    # -- retention -------------------------------------------------------------------------
+    def update_high_watermark(self, offset: int) -> int:
+        """`UnifiedLog.updateHighWatermark`: clamped into [log start offset, LEO]."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
 
-    def retention_pass(self, now_ms: int) -> list[Deleted]:
-        """`UnifiedLog.deleteOldSegments`: with `delete` in the policy, the log-start pass, then
-        retention.bytes, then retention.ms; with `compact` alone, the log-start pass only. Each pass
-        deletes a prefix of whole segments (`deletableSegments`): it stops at the first segment the
-        rule keeps, and never deletes data at or above the HW, nor an empty last segment. When every
-        segment goes, a new empty active segment is rolled first (`deleteSegments`: "we must always
-        have at least one segment"), and the log start becomes the old LEO."""
-        deleted = self._delete_prefix("log_start_offset", lambda seg, nxt, _: nxt <= self.log_start_offset)
-        if "delete" not in self.cleanup_policy.split(","):
-            return deleted
-        if self.retention_bytes >= 0 and self.size >= self.retention_bytes:
-            over = [self.size - self.retention_bytes]
+    # -- the log start offset, DeleteRecords and retention ----------------------------------
 
-            def by_size(seg: Segment, _nxt: int, _i: int) -> bool:
-                if over[0] - seg.size < 0:
-                    return False
-                over[0] -= seg.size
-                return True
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """`UnifiedLog.maybeIncrementLogStartOffset`: only forward, never past the high watermark."""
+        if offset > self.high_watermark:
+            raise LogError(OFFSET_OUT_OF_RANGE, f"log start offset {offset} would pass the "
+                           f"high watermark {self.high_watermark}")
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        return True
 
-            deleted += self._delete_prefix("retention.bytes", by_size)
-        if self.retention_ms >= 0:
-
-            def by_time(seg: Segment, _nxt: int, _i: int) -> bool:
-                newest = seg.largest_timestamp
-                return newest is not None and now_ms - newest > self.retention_ms
-
-            deleted += self._delete_prefix("retention.ms", by_time)
-        return deleted
-
-    def _delete_prefix(self, reason, rule) -> list[Deleted]:
-        doomed: list[Segment] = []
-        for i, seg in enumerate(self.segments):
-            last = i == len(self.segments) - 1
-            upper = self.leo if last else self.segments[i + 1].base_offset
-            if last and not seg.records:
-                break
-            if self.hw < upper or not rule(seg, upper, i):
-                break
-            doomed.append(seg)
-        if not doomed:
-            return []
-        if len(doomed) == len(self.segments):
-            self.segments.append(Segment(self.leo))  # roll an empty active segment first
-        out = []
-        for seg in doomed:
-            upper = self.segments[self.segments.index(seg) + 1].base_offset
-            out.append(Deleted(seg.base_offset, upper, reason))
-        self.segments = [s for s in self.segments if s not in doomed]
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        return out
-
-    def delete_records(self, before_offset: int) -> int:
-        """`UnifiedLog.maybeIncrementLogStartOffset` for DeleteRecords (KIP-107): the log start moves
-        to `before_offset`, possibly mid-segment; never backwards and never past the HW (Kafka
-        answers OFFSET_OUT_OF_RANGE). Segments wholly below it go at the next retention pass."""
-        if before_offset > self.hw:
-            raise ValueError(f"{OFFSET_OUT_OF_RANGE}: {before_offset} is above the high watermark {self.hw}")
-        self.log_start_offset = max(self.log_start_offset, before_offset)
+    def delete_records(self, offset: int) -> int:
+        """`Partition.deleteRecordsOnLeader`: the admin `deleteRecords(beforeOffset)`; -1 means the
+        high watermark. Moves the log start offset (mid-segment is fine); segments go at the next
+        retention check. Refused on a log without `delete` in its policy. Returns the low
+        watermark."""
+        if not self.config.delete:
+            raise LogError("POLICY_VIOLATION", "records can not be deleted under this cleanup.policy")
+        target = self.high_watermark if offset == -1 else offset
+        if target < 0:
+            raise LogError(OFFSET_OUT_OF_RANGE, f"offset {target} is not valid")
+        self.maybe_increment_log_start_offset(target)
         return self.log_start_offset
 
-    # -- reads -----------------------------------------------------------------------------
+    def _deletable(self, predicate: Callable[[Segment, Segment | None], bool]) -> list[Segment]:
+        """`UnifiedLog.deletableSegments`: walk from the oldest segment, stop at the first that fails
+        the predicate, reaches past the high watermark, or is the empty last segment."""
+        out: list[Segment] = []
+        for i, segment in enumerate(self.segments):
+            nxt = self.segments[i + 1] if i + 1 < len(self.segments) else None
+            upper = nxt.base_offset if nxt else self.log_end_offset
+            last_and_empty = nxt is None and segment.size_bytes == 0
+            if not (self.high_watermark >= upper and predicate(segment, nxt)) or last_and_empty:
+                break
+            out.append(segment)
+        return out
 
-    def read(self, offset: int, max_records: int = 500) -> ReadResult:
-        """A consumer fetch (`UnifiedLog.read` / `LocalLog.read`, read_uncommitted): below the log
-        start or past the LEO is OFFSET_OUT_OF_RANGE; from the HW to the LEO an empty answer with no
-        error; otherwise the records from `offset` up to the HW."""
-        if offset < self.log_start_offset or offset > self.leo:
-            return ReadResult(OFFSET_OUT_OF_RANGE)
-        out = [r for s in self.segments for r in s.records if offset <= r.offset < self.hw]
-        return ReadResult(None, tuple(out[:max_records]))
+    def _start_offset_breached(self) -> list[Segment]:
+        """`UnifiedLog.deleteLogStartOffsetBreachedSegments`: every offset is below the start."""
+        return self._deletable(lambda s, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset)
 
-    def list_offsets(self, timestamp: int) -> tuple[int, int]:
-        """ListOffsets on the leader for a consumer (read_uncommitted): (offset, timestamp).
-        EARLIEST is the log start, LATEST the HW (not the LEO), MAX_TIMESTAMP the record with the
-        largest timestamp; a real time T finds the first record *in offset order* with timestamp
-        >= T at or above the log start, and (-1, -1) when there is none below the HW."""
-        if timestamp == EARLIEST:
-            return self.log_start_offset, -1
-        if timestamp == LATEST:
-            return self.hw, -1
-        visible = [r for s in self.segments for r in s.records if r.offset >= self.log_start_offset]
-        if timestamp == MAX_TIMESTAMP:
-            if not visible:
-                return -1, -1
-            best = max(visible, key=lambda r: (r.timestamp_ms, -r.offset))
-            return best.offset, best.timestamp_ms
-        for seg in self.segments:
-            if seg.largest_timestamp is None or seg.largest_timestamp < timestamp:
+    def _size_breached(self) -> list[Segment]:
+        """`UnifiedLog.deleteRetentionSizeBreachedSegments`: keep at least `retention.bytes`."""
+        retention = self.config.retention_bytes
+        size = self.size_bytes
+        if retention < 0 or size < retention:
+            return []
+        diff = size - retention
+
+        def breached(segment: Segment, nxt: Segment | None) -> bool:
+            nonlocal diff
+            if diff - segment.size_bytes >= 0:
+                diff -= segment.size_bytes
+                return True
+            return False
+
+        return self._deletable(breached)
+
+    def _time_breached(self, now_ms: int) -> list[Segment]:
+        """`UnifiedLog.deleteRetentionMsBreachedSegments`: the newest record is older than
+        `retention.ms` (strictly)."""
+        if self.config.retention_ms < 0:
+            return []
+        return self._deletable(lambda s, nxt: now_ms - s.largest_timestamp_ms > self.config.retention_ms)
+
+    def _delete_segments(self, deletable: list[Segment], reason: str, now_ms: int) -> list[Deletion]:
+        """`UnifiedLog.deleteSegments`: when every segment goes, roll a new empty active one first
+        ("we must always have at least one segment"); raise the log start offset to the first
+        survivor before removing the segments from lookups; delete their files later."""
+        if not deletable:
+            return []
+        if len(deletable) == len(self.segments):
+            fresh = self.roll(now_ms)
+            if deletable[-1].base_offset == fresh.base_offset:
+                deletable = deletable[:-1]
+        if not deletable:
+            return []
+        survivor = self.segments[len(deletable)]
+        self.maybe_increment_log_start_offset(survivor.base_offset)
+        del self.segments[: len(deletable)]
+        done = [Deletion(s, reason, now_ms, now_ms + self.config.file_delete_delay_ms) for s in deletable]
+        self.deleted.extend(done)
+        return done
+
+    def retention_pass(self, now_ms: int) -> list[Deletion]:
+        """`UnifiedLog.deleteOldSegments`: the log-start-offset pass, then (only with `delete` in
+        the policy) the size pass and the time pass, each on what the previous one left."""
+        done = self._delete_segments(self._start_offset_breached(), START_OFFSET_BREACH, now_ms)
+        if self.config.delete:
+            done += self._delete_segments(self._size_breached(), RETENTION_SIZE_BREACH, now_ms)
+            done += self._delete_segments(self._time_breached(now_ms), RETENTION_MS_BREACH, now_ms)
+        return done
+
+    def next_deletion_ms(self) -> int | None:
+        """The earliest time a `retention_pass` would delete something if nothing else happened to
+        the log, or None for never (this lets a schedule jump over checks that do nothing)."""
+        if self._start_offset_breached() or (self.config.delete and self._size_breached()):
+            return -LONG_MAX
+        if not self.config.delete or self.config.retention_ms < 0:
+            return None
+        if not self._deletable(lambda s, nxt: True):
+            return None  # blocked by the high watermark or empty: only an outside change helps
+        return self.segments[0].largest_timestamp_ms + self.config.retention_ms + 1
+
+    # -- reads and ListOffsets --------------------------------------------------------------
+
+    def _fetch_limit(self, isolation: str | None) -> int:
+        if isolation == "read_committed":
+            return self.last_stable_offset
+        if isolation == "read_uncommitted":
+            return self.high_watermark
+        return self.log_end_offset  # a follower or debug request
+
+    def read(self, offset: int, max_records: int = 500,
+             isolation: str | None = "read_uncommitted") -> list[Record]:
+        """`UnifiedLog.read` then `LocalLog.read`: below the log start offset or above the LEO is
+        OFFSET_OUT_OF_RANGE; from the fetch limit (HW for consumers) up to the LEO is an empty
+        answer without error; otherwise records from `offset` up to the limit."""
+        if offset < self.log_start_offset:
+            raise LogError(OFFSET_OUT_OF_RANGE, f"offset {offset} is below the log start offset "
+                           f"{self.log_start_offset}")
+        if offset > self.log_end_offset:
+            raise LogError(OFFSET_OUT_OF_RANGE, f"offset {offset} is above the log end offset "
+                           f"{self.log_end_offset}")
+        limit = self._fetch_limit(isolation)
+        out: list[Record] = []
+        for segment in self.segments:
+            if segment.next_offset <= offset:
                 continue
-            for r in seg.records:
-                if r.offset >= self.log_start_offset and r.timestamp_ms >= timestamp:
-                    return (r.offset, r.timestamp_ms) if r.offset < self.hw else (-1, -1)
-        return -1, -1
+            for record in segment.records():
+                if record.offset >= limit or len(out) >= max_records:
+                    return out
+                if record.offset >= offset:
+                    out.append(record)
+        return out
+
+    def list_offsets(self, timestamp: int, isolation: str | None = "read_uncommitted") -> OffsetAndTimestamp:
+        """ListOffsets on the leader: `Partition.fetchOffsetForTimestamp` over
+        `UnifiedLog.fetchOffsetByTimestamp`, with `ReplicaManager.fetchOffsetForTimestamp`'s rule
+        that a hit at or past the last fetchable offset is no answer. EARLIEST is the log start
+        offset; LATEST the HW (LSO under read_committed; LEO for a replica); MAX_TIMESTAMP the
+        first record with the largest timestamp; a time T the first record in offset order, in the
+        first segment whose largest timestamp is >= T, with timestamp >= T and offset >= the log
+        start offset."""
+        limit = self._fetch_limit(isolation)
+        if timestamp == EARLIEST_TIMESTAMP:
+            return OffsetAndTimestamp(self.log_start_offset, NO_TIMESTAMP)
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAndTimestamp(limit, NO_TIMESTAMP)
+        found: OffsetAndTimestamp | None = None
+        if timestamp == MAX_TIMESTAMP:
+            top = max(self.segments, key=lambda s: s.max_timestamp_ms)  # the first with the max
+            if top.max_timestamp_ms >= 0:
+                found = OffsetAndTimestamp(top.offset_of_max_timestamp, top.max_timestamp_ms)
+        elif timestamp >= 0:
+            target = next((s for s in self.segments if s.largest_timestamp_ms >= timestamp), None)
+            if target is not None:
+                found = next((OffsetAndTimestamp(r.offset, r.timestamp_ms) for r in target.records()
+                              if r.timestamp_ms >= timestamp and r.offset >= self.log_start_offset), None)
+        else:
+            raise ValueError(f"unknown ListOffsets timestamp {timestamp}")
+        if found is None or found.offset >= limit:
+            return NOT_FOUND
+        return found
 
 
-def reset_position(log: SegmentedLog, policy: str) -> int:
-    """Where a consumer seeks after OFFSET_OUT_OF_RANGE, or with no committed offset
-    (`auto.offset.reset`, read_uncommitted): earliest is the log start, latest the HW; none
-    throws, as `poll()` does."""
+@dataclass
+class RetentionSchedule:
+    """The `kafka-log-retention` task (`LogManager.startup`): first run `log.initial.task.delay.ms`
+    (30 s) after the broker starts, then at a fixed rate of `log.retention.check.interval.ms`.
+    `run_until` runs the checks that fall in a span but evaluates only those that can delete, so
+    days of idle simulated time cost a handful of steps. This task skips logs whose policy includes
+    `compact`: for those the cleaner thread calls `deleteOldSegments` after each cleaning
+    (`LogCleaner.CleanerThread`), which is the caller's to schedule."""
+
+    interval_ms: int = 300_000
+    start_ms: int = 0
+    initial_delay_ms: int = LOG_INITIAL_TASK_DELAY_MS
+    last_check_ms: int | None = None
+
+    def check_at_or_after(self, t_ms: int) -> int:
+        first = self.start_ms + self.initial_delay_ms
+        if t_ms <= first:
+            return first
+        return first + -(-(t_ms - first) // self.interval_ms) * self.interval_ms
+
+    def last_check_at_or_before(self, t_ms: int) -> int | None:
+        first = self.start_ms + self.initial_delay_ms
+        if t_ms < first:
+            return None
+        return first + (t_ms - first) // self.interval_ms * self.interval_ms
+
+    def run_until(self, log: SegmentedLog, until_ms: int) -> list[Deletion]:
+        """Every check in (last check, until_ms], in order; checks that could delete nothing are
+        skipped, which changes nothing since a pass that deletes nothing has no effect."""
+        first = self.start_ms + self.initial_delay_ms
+        start = first if self.last_check_ms is None else self.last_check_ms + 1
+        t = self.check_at_or_after(start)
+        done: list[Deletion] = []
+        while t <= until_ms:
+            due = log.next_deletion_ms()
+            if due is None:
+                break
+            t = max(t, self.check_at_or_after(due))
+            if t > until_ms:
+                break
+            done += log.retention_pass(t)
+            t = self.check_at_or_after(t + 1)
+        last = self.last_check_at_or_before(until_ms)
+        if last is not None:
+            self.last_check_ms = last
+        return done
+
+
+# -- the consumer side ---------------------------------------------------------------------
+
+
+def reset_offset(log: SegmentedLog, policy: str, isolation: str = "read_uncommitted") -> int:
+    """The consumer's offset reset (`SubscriptionState.resetStrategy`, then a ListOffsets):
+    `earliest` is the log start offset, `latest` the HW (the LSO under read_committed); `none`
+    raises, as `poll()` does."""
     if policy == "earliest":
-        return log.list_offsets(EARLIEST)[0]
+        return log.list_offsets(EARLIEST_TIMESTAMP, isolation).offset
     if policy == "latest":
-        return log.list_offsets(LATEST)[0]
-    if policy == "none":
-        raise OffsetOutOfRangeError("auto.offset.reset=none: poll() throws OffsetOutOfRangeException")
-    raise ValueError(f"auto.offset.reset must be earliest, latest or none, not {policy!r}")
+        return log.list_offsets(LATEST_TIMESTAMP, isolation).offset
+    raise LogError(OFFSET_OUT_OF_RANGE, f"no valid position and auto.offset.reset={policy}")
+
+
+def initial_position(log: SegmentedLog, committed: int | None, policy: str,
+                     isolation: str = "read_uncommitted") -> int:
+    """Where an assigned partition starts: the committed offset when there is one (whatever the
+    policy), else `auto.offset.reset` (`SubscriptionState.resetInitializingPositions`). With `none`
+    there is no error code: the Java client throws NoOffsetForPartitionException, named here."""
+    if committed is not None and committed >= 0:
+        return committed
+    try:
+        return reset_offset(log, policy, isolation)
+    except LogError as exc:
+        raise LogError("NoOffsetForPartitionException", str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Fetched:
+    records: list[Record]
+    position: int
+    reset_from: int | None = None  # the out-of-range position a reset replaced
+
+
+def consumer_fetch(log: SegmentedLog, position: int, policy: str, max_records: int = 500,
+                   isolation: str = "read_uncommitted") -> Fetched:
+    """A consumer fetch at its position (`FetchCollector.handleInitializeErrors`): on
+    OFFSET_OUT_OF_RANGE, `earliest`/`latest` reset the position and fetch again; `none` lets the
+    error out of `poll()`. The reset discards nothing the group committed: that stays as it was."""
+    reset_from = None
+    try:
+        records = log.read(position, max_records, isolation)
+    except LogError as exc:
+        if exc.error != OFFSET_OUT_OF_RANGE or policy not in ("earliest", "latest"):
+            raise
+        reset_from, position = position, reset_offset(log, policy, isolation)
+        records = log.read(position, max_records, isolation)
+    next_position = records[-1].offset + 1 if records else position
+    return Fetched(records, next_position, reset_from)
