@@ -225,13 +225,35 @@
     var tip = term && term.parentElement && term.parentElement.querySelector(".gl-tip");
     if (!tip || tip.matches(":popover-open")) { return; }
     tip.style.removeProperty("left");
+    tip.style.removeProperty("top");
+    tip.style.removeProperty("bottom");
     var box = tip.getBoundingClientRect();
     if (!box.width) { return; }
     var edge = document.documentElement.clientWidth - 8;
     if (box.right > edge) {
       tip.style.left = Math.round(Math.min(box.right - edge, box.left - 8) * -1) + "px";
     }
+    // near the bottom of the screen it opens above the term instead, when there is room there
+    if (box.bottom > window.innerHeight - 8 && term.getBoundingClientRect().top > box.height + 8) {
+      tip.style.top = "auto";
+      tip.style.bottom = "calc(100% + 4px)";
+    }
   }
+  // Escape hides the definition shown on hover or focus, until the pointer or focus leaves
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") { return; }
+    var active = document.activeElement;
+    var gl = (active && active.closest && active.closest(".gl")) || document.querySelector(".gl:hover");
+    if (gl && !gl.querySelector(".gl-tip:popover-open")) { gl.classList.add("gl-dismissed"); }
+  });
+  ["focusout", "mouseout"].forEach(function (type) {
+    document.addEventListener(type, function (event) {
+      var gl = event.target instanceof Element ? event.target.closest(".gl.gl-dismissed") : null;
+      if (gl && !(event.relatedTarget instanceof Node && gl.contains(event.relatedTarget))) {
+        gl.classList.remove("gl-dismissed");
+      }
+    });
+  });
   function termOf(event) {
     var target = event.target instanceof Element ? event.target : null;
     var gl = target && target.closest(".gl");

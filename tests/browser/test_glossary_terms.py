@@ -40,6 +40,30 @@ def test_hover_and_focus_show_the_definition(page: Page, live_server, console_er
     assert console_errors == []
 
 
+def test_escape_hides_a_hover_or_focus_definition(page: Page, live_server):
+    """WCAG 1.4.13: content shown on hover or focus can be dismissed without moving away."""
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{live_server}/scenes/05")
+    term = page.locator(TERM).nth(2)
+    tip = _tip(page, term)
+    page.locator(TERM).nth(1).focus()
+    page.keyboard.press("Tab")
+    expect(tip).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(tip).to_be_hidden()
+    assert page.evaluate("document.activeElement.getAttribute('popovertarget')") == term.get_attribute(
+        "popovertarget")
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Tab")  # focus leaves and comes back: the definition shows again
+    expect(tip).to_be_visible()
+
+
+def test_the_glossary_page_does_not_scroll_sideways_on_a_phone(page: Page, live_server):
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.goto(f"{live_server}/glossary")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 360
+
+
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_tap_opens_the_definition_and_escape_closes_it(browser, live_server, theme):
     context = browser.new_context(viewport={"width": 360, "height": 740}, has_touch=True, is_mobile=True,
