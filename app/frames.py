@@ -184,14 +184,16 @@ def repeat_title(
         )
         error = f"; {errors.most_common(1)[0][0]} each time" if errors else ""
         return f"The producer retried {retries} more time{'s' if retries != 1 else ''} {over}{error}."
-    partitions = sorted({int(s["partition"]) for s in folded if s.get("partition") is not None})
+    shown = {int(s["partition"]) for s in round_steps if s.get("partition") is not None}
+    partitions = sorted({int(s["partition"]) for s in folded if s.get("partition") is not None} - shown)
+    first = str(round_steps[0].get("text", "")).rstrip(".")
     if span_ms == 0 and partitions:
+        # the stop's caption is this title alone: say what happened, then where else it happened
         names = ", ".join(f"P{p}" for p in partitions)
-        return f"The same happens in {names} at the same moment."
+        return f"{first}; the same happens in {names} at the same moment."
     fetches = _count(folded, "follower_fetch")
     if fetches and fetches * 2 >= len(folded):
         return f"Followers fetched {fetches} more time{'s' if fetches != 1 else ''} {over}."
-    first = str(round_steps[0].get("text", "")).rstrip(".")
     others = len(round_steps) - 1
     more = f" (and {others} more step{'s' if others > 1 else ''})" if others else ""
     return f"The same happened {rounds} more time{'s' if rounds != 1 else ''} {over}, e.g. {first}{more}."

@@ -76,3 +76,14 @@ def test_run_until_quiet_that_changes_nothing_says_so(client):
     assert "changed nothing" in quiet_at_end.text
     after_a_crash = client.get("/scenes/04?beat=followers-pull&a=crash:1@13&a=quiet@14&step=14")
     assert "changed nothing" not in after_a_crash.text
+
+
+def test_a_stop_folding_other_partitions_says_what_happened_and_names_each_other_partition_once():
+    """From the new-learner check: the caption was only "The same happens in P1, P2 … at the
+    same moment", and listed the partition it had just described again."""
+    from app.frames import repeat_title
+
+    shown = [{"text": "P1: B7 learns the leader's HW: 0 -> 1.", "partition": 1, "kind": "x"}]
+    folded = [{"text": t, "partition": p, "kind": "x"} for p, t in [(1, "again"), (2, "b"), (3, "c")]]
+    title = repeat_title(shown, folded, 0)
+    assert title == "P1: B7 learns the leader's HW: 0 -> 1; the same happens in P2, P3 at the same moment."
