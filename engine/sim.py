@@ -303,6 +303,7 @@ class Sim:
         self.batches: list[Batch] = []
         # batches not yet finished that hold back the ones behind them (backoff, no leader, held)
         self.unsendable: set[int] = set()
+        self.releasing = False  # _release_held is running (a send inside it must not start another)
         self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
         # the ledger as it grows, so a snapshot can say what was sent, acknowledged or failed by then
         self.sent_records: list[str] = []
@@ -604,9 +605,21 @@ class Sim:
         return self.batches[min(earlier)] if earlier else None
 
     def _release_held(self) -> None:
-        """Send, in order, the batches that waited behind one that has now been sent or failed."""
-        for i in sorted(i for i in self.unsendable if self.batches[i].state == "held"):
-            self._producer_send(i)
+        """Send, in order, the batches that waited behind one that has now been sent or failed:
+        each time the first held batch nothing holds back any more. Iterative (a send made here
+        calls this again and returns at once), so each batch leaves once, however many wait."""
+        if self.releasing:
+            return
+        self.releasing = True
+        try:
+            while True:
+                held = sorted(i for i in self.unsendable if self.batches[i].state == "held")
+                ready = next((i for i in held if self._held_by(i) is None), None)
+                if ready is None:
+                    return
+                self._producer_send(ready)
+        finally:
+            self.releasing = False
 
     def _producer_expire_held(self, idx: int) -> None:
         b = self.batches[idx]
