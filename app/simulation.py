@@ -25,6 +25,7 @@ import copy
 import functools
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,9 +59,12 @@ class ByteBoundedCache:
         self.lock = threading.Lock()
 
     def __call__(self, *key: Any) -> Any:
+        return self.get_or_build(key, lambda: self.fn(*key))
+
+    def get_or_build(self, key: Any, build: Callable[[], Any]) -> Any:
         value = self.get(key, _MISSING)
         if value is _MISSING:
-            value = self.fn(*key)  # outside the lock: a slow run must not stall other threads' hits
+            value = build()  # outside the lock: a slow run must not stall other threads' hits
             self.put(key, value)
         return value
 
@@ -73,6 +77,12 @@ class ByteBoundedCache:
             self.entries.move_to_end(key)
             self.hits += 1
             return found[0]
+
+    def peek(self, key: Any) -> Any:
+        """The cached value or None, without counting a hit or a miss or refreshing its age."""
+        with self.lock:
+            found = self.entries.get(key)
+        return None if found is None else found[0]
 
     def put(self, key: Any, value: Any) -> None:
         size = self.weigh(value)
@@ -152,7 +162,7 @@ class Simulator:
 
     def _tags_uncached(self, key: str) -> Tags:
         # the all-views run holds the same steps: read them there when it is already cached
-        result = self._replay.get((key,))
+        result = self._replay.peek((key,))
         if result is None:
             result = engine.simulate(json.loads(key), steps=True)
         tags = [-1 if st["action"] is None else st["action"] for st in result["steps"]]
@@ -197,11 +207,14 @@ class Simulator:
 
     def memo(self, key: tuple[Any, ...], build: Any) -> Any:
         """A value derived from a scenario (its stops), built once per key (read-only, shared)."""
-        value = self._memo.get(key, _MISSING)
-        if value is _MISSING:
-            value = build()
-            self._memo.put(key, value)
-        return value
+        return self._memo.get_or_build(key, build)
+
+    def step_count(self, scenario: dict[str, Any]) -> int:
+        """How many steps the scenario's run has: from a run already cached (the replay or the
+        tags), else from its tags run."""
+        key = canonical_json(scenario)
+        replay = self._replay.peek((key,))
+        return len(replay["steps"]) if replay is not None else len(self._tags(key).actions)
 
     def tags(self, scenario: dict[str, Any]) -> Tags:
         """Where in the action list each step happened, from one run without per-step states
@@ -375,10 +388,7 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
             steps_before = len(sim.tags(scenario).actions)
             scenario, landed = fork(sim, scenario, injected, notes)
             injected_steps.append(landed)
-            last = injected is actions[-1] and state.inject is None
-            # the last scenario is replayed in full below: count its steps there, not in a run of its own
-            steps_after = len(sim.full(scenario)["steps"]) if last else len(sim.tags(scenario).actions)
-            if injected.verb == QUIET and steps_after == steps_before:
+            if injected.verb == QUIET and sim.step_count(scenario) == steps_before:
                 notes.append(
                     f"Run until quiet (a={injected.encode()}) changed nothing: at step "
                     f"{injected.after_step} nothing is in flight and no broker is waiting to be "
