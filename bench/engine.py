@@ -47,7 +47,7 @@ def bench_produces(n: int) -> None:
             else:
                 s.run_until(s.now + a.max_ms, stop=s.settled)
     wall = time.perf_counter() - t0
-    s.q.clear()  # as engine.simulate does: free the run by refcounting, not in a later GC pass
+    s.clock.q.clear()  # as engine.simulate does: free the run by refcounting, not in a later GC pass
     acked = sum(1 for b in s.batches if b.outcome == "acked")
     print(
         f"(a) {n} acks=all produces with settle on RF=3: {s.events} engine events, {s.nsteps} steps, "

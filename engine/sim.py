@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import itertools
 import random
 from typing import Any
 
@@ -254,11 +255,74 @@ def _fmt_set(ids: list[int]) -> str:
 
 @dataclasses.dataclass
 class RunUse:
-    """What a run has used so far across its partitions (engine events, steps, result bytes)."""
+    """What a run has used so far across its partitions (estimated result bytes)."""
 
-    events: int = 0
-    steps: int = 0
     result_bytes: int = 0
+
+
+class Clock:
+    """The one simulated clock of a run: every partition's simulation queues its events here.
+
+    With several partitions, each partition has its own `Sim` (its replicas, its controller view,
+    its producer batches), but they all wait in one queue ordered by (time, insertion), so a fault
+    lands at the same simulated millisecond in every partition and a `settle` ends at one time for
+    the whole cluster. `steps` numbers the steps of the whole run in the order they happened.
+    """
+
+    __slots__ = ("now", "q", "tick", "events", "steps", "limits", "budget", "stale")
+
+    def __init__(self, limits: Limits) -> None:
+        self.now = 0
+        self.q: list[tuple[int, int, Sim, Any, tuple[Any, ...]]] = []
+        self.tick = itertools.count(1).__next__
+        self.events = 0
+        self.steps = 0
+        self.limits = limits
+        self.budget = _budget.current()
+        self.stale: list[Sim] = []  # partitions changed by a step told by another (see Sim.step)
+
+    def refresh_stale(self) -> None:
+        for sim in self.stale:
+            sim.refresh_view()
+        self.stale.clear()
+
+    def run_until(self, t_end: int, stop: Any = None) -> None:
+        cap = self.limits.max_sim_ms
+        clamped = t_end > cap
+        if clamped:
+            t_end = cap
+        q = self.q
+        pop = heapq.heappop
+        max_events = self.limits.max_events
+        check_every = _budget.CHECK_EVERY_EVENTS
+        # one comparison per event: `mark` is the next event count at which to look at the
+        # budget (the event cap, or the next deadline/cancel check, whichever comes first)
+        mark = min(max_events + 1, self.events + check_every)
+        while q and q[0][0] <= t_end:
+            t, _, owner, fn, args = pop(q)
+            self.now = owner.now = t
+            fn(*args)
+            if self.stale:
+                self.refresh_stale()
+            self.events += 1
+            if self.events >= mark:
+                if self.events > max_events:
+                    raise BudgetExceeded(
+                        "events",
+                        f"the scenario needs more than {self.limits.max_events} engine events (all "
+                        "partitions together); shorten it (fewer actions, partitions or less simulated time)",
+                    )
+                self.budget.check()
+                mark = min(max_events + 1, self.events + check_every)
+            if stop is not None and stop():
+                return
+        if clamped:
+            raise BudgetExceeded(
+                "sim_time",
+                f"the scenario runs past the cap of {cap} ms of simulated time; "
+                "use fewer or shorter advance/settle actions",
+            )
+        self.now = max(self.now, t_end)
 
 
 class Sim:
@@ -271,27 +335,36 @@ class Sim:
         at_step: int | None,
         check_invariants: bool,
         used: RunUse | None = None,
+        clock: Clock | None = None,
+        partition: int = 0,
+        shares_clock: bool = False,
     ):
         self.cfg = cfg
-        # one budget per run: a several-partition run passes what earlier partitions used
+        # one budget and one clock per run, shared by every partition's simulation
         self.used = used if used is not None else RunUse()
-        self.budget = _budget.current()
+        self.clock = clock if clock is not None else Clock(limits)
+        self.partition = partition
+        # partition 0 alone narrates what happens to brokers (the others apply it silently)
+        self.narrates_brokers = partition == 0
+        self.budget = self.clock.budget
         self.prof = cfg.profile
         self.limits = limits
         self.record = record
         self.at_step = at_step
         self.check = check_invariants
         self.now = 0
-        self.seq = 0
-        self.q: list[tuple[int, int, Any, tuple[Any, ...]]] = []
-        self.events = 0
-        self.nsteps = 0
+        self.nsteps = 0  # this partition's own steps
+        self.last_global_step = 0  # the run's step number of this partition's latest step
         self.action: int | None = None  # index of the contract action now running (steps carry it)
-        self.action_t_ms: list[int] = []  # the simulated time at which each action began
         self.steps: list[dict[str, Any]] = []
         self.view: dict[str, Any] | None = None
         self.violations: list[str] = []
         self.views: list[dict[str, Any]] | None = None  # every step's snapshot, when asked (all_views)
+        self.view_steps: list[int] = []  # the run's step number after which each of `views` holds
+        # other partitions share the clock: the state after step k is each partition's latest
+        # snapshot at or before k, so an at_step view is refreshed at each own step up to k
+        self.shares_clock = shares_clock
+        self.stale = False  # changed by a step another partition told; view not yet taken again
         self.rng = random.Random(cfg.seed)
         self.replicas = list(cfg.replicas)
         self.brokers = {bid: Broker(bid, rack) for bid, rack in cfg.brokers}
@@ -324,44 +397,16 @@ class Sim:
     # event loop
 
     def at(self, t: int, fn: Any, *args: Any) -> None:
-        self.seq += 1
-        heapq.heappush(self.q, (t, self.seq, fn, args))
+        clock = self.clock
+        heapq.heappush(clock.q, (t, clock.tick(), self, fn, args))
 
     def run_until(self, t_end: int, stop: Any = None) -> None:
-        cap = self.limits.max_sim_ms
-        clamped = t_end > cap
-        if clamped:
-            t_end = cap
-        q = self.q
-        pop = heapq.heappop
-        max_events = self.limits.max_events - self.used.events  # what this run has left
-        check_every = _budget.CHECK_EVERY_EVENTS
-        # one comparison per event: `mark` is the next event count at which to look at the
-        # budget (the event cap, or the next deadline/cancel check, whichever comes first)
-        mark = min(max_events + 1, self.events + check_every)
-        while q and q[0][0] <= t_end:
-            t, _, fn, args = pop(q)
-            self.now = t
-            fn(*args)
-            self.events += 1
-            if self.events >= mark:
-                if self.events > max_events:
-                    raise BudgetExceeded(
-                        "events",
-                        f"the scenario needs more than {self.limits.max_events} engine events (all "
-                        "partitions together); shorten it (fewer actions, partitions or less simulated time)",
-                    )
-                self.budget.check()
-                mark = min(max_events + 1, self.events + check_every)
-            if stop is not None and stop():
-                return
-        if clamped:
-            raise BudgetExceeded(
-                "sim_time",
-                f"the scenario runs past the cap of {cap} ms of simulated time; "
-                "use fewer or shorter advance/settle actions",
-            )
-        self.now = max(self.now, t_end)
+        self.clock.run_until(t_end, stop)
+        self.now = self.clock.now
+
+    @property
+    def events(self) -> int:
+        return self.clock.events
 
     def _too_many_steps(self) -> BudgetExceeded:
         return BudgetExceeded(
@@ -371,16 +416,28 @@ class Sim:
     def count_step(self) -> None:
         """A step nobody will read (no recording, no view, no checks): count it, skip the prose."""
         self.nsteps += 1
-        if self.nsteps + self.used.steps > self.limits.max_steps:
+        clock = self.clock
+        clock.steps += 1
+        if clock.steps > self.limits.max_steps:
             raise self._too_many_steps()
 
     def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
+        if not self.narrates_brokers and kind in BROKER_LEVEL_KINDS and "records" not in extra:
+            # the same broker event, already told by partition 0: what it changes here shows in
+            # this partition's view from that step on, once the event that caused it has finished
+            if (self.views is not None or self.at_step is not None) and not self.stale:
+                self.stale = True
+                self.clock.stale.append(self)
+            return
         self.nsteps += 1
-        if self.nsteps + self.used.steps > self.limits.max_steps:
+        clock = self.clock
+        clock.steps += 1
+        self.last_global_step = clock.steps
+        if clock.steps > self.limits.max_steps:
             raise self._too_many_steps()
         if self.record:
             entry = {
-                "i": self.nsteps,
+                "i": clock.steps,
                 "t_ms": self.now,
                 "actor": actor,
                 "kind": kind,
@@ -394,11 +451,30 @@ class Sim:
             self._grow(step_bytes(text, extra.get("records")))
         if self.check:
             self._check_invariants()
-        if self.at_step is not None and self.nsteps == self.at_step:
+        if self.at_step is not None and (
+            clock.steps == self.at_step or (self.shares_clock and clock.steps < self.at_step)
+        ):
             self.view = self.snapshot()
         if self.views is not None:
-            self.views.append(self.snapshot())
-            self._grow(snapshot_bytes(self.views[-1]))
+            self._view_after_step()
+
+    def refresh_view(self) -> None:
+        """Take this partition's view again, under the run's latest step number (see step())."""
+        self.stale = False
+        if self.views is not None:
+            if self.view_steps[-1] == self.clock.steps:
+                self.views[-1] = self.snapshot()
+            else:
+                self._view_after_step()
+        elif self.at_step is not None and self.clock.steps <= self.at_step:
+            self.view = self.snapshot()
+
+    def _view_after_step(self) -> None:
+        """Keep this partition's state as it is after the run's step number `clock.steps`."""
+        assert self.views is not None
+        self.views.append(self.snapshot())
+        self.view_steps.append(self.clock.steps)
+        self._grow(snapshot_bytes(self.views[-1]))
 
     def _grow(self, nbytes: int) -> None:
         """Count the estimated size of what the result will hold; refuse past the run's budget."""
@@ -444,12 +520,13 @@ class Sim:
                     self.at(self.now + NETWORK_DELAY_MS, *on_fail)
                 return
             inc = b.inc
-        self.seq += 1
+        clock = self.clock
         heapq.heappush(
-            self.q,
+            clock.q,
             (
                 self.now + NETWORK_DELAY_MS + extra_ms,
-                self.seq,
+                clock.tick(),
+                self,
                 self._deliver,
                 (src, dst, inc, fn, args, on_fail, on_lost, self.now),
             ),
@@ -558,11 +635,10 @@ class Sim:
             self.at(cfg.rebalance_interval_ms, self._ctl_rebalance_tick)
         if self.prof.periodic_unclean_check:
             self.at(cfg.unclean_interval_ms, self._ctl_unclean_tick)
-        if self.at_step == 0:
+        if self.at_step == 0 or (self.shares_clock and self.at_step is not None):
             self.view = self.snapshot()
         if self.views is not None:
-            self.views.append(self.snapshot())
-            self._grow(snapshot_bytes(self.views[-1]))
+            self._view_after_step()
 
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
@@ -2486,8 +2562,8 @@ class Sim:
         oldest first. Cheap enough for a snapshot per step: the queue holds a few dozen events."""
         deliver = Sim._deliver
         out: list[tuple[int, int, dict[str, Any]]] = []
-        for t, seq, fn, d in self.q:  # every queued fn is a bound method of this Sim
-            if fn.__func__ is deliver:
+        for t, seq, owner, fn, d in self.clock.q:
+            if owner is self and fn.__func__ is deliver:
                 m = self._message(t, d)
                 if m is not None:
                     out.append((d[7], seq, m))
@@ -2727,7 +2803,6 @@ class Sim:
         }
         if self.record:
             out["steps"] = self.steps
-            out["action_t_ms"] = self.action_t_ms
         if self.at_step is not None:
             out["view"] = self.view if self.view is not None else final
         if self.check:
@@ -2795,12 +2870,45 @@ def run(
     check_invariants: bool,
     all_views: bool = False,
 ) -> dict[str, Any]:
-    if len(cfg.assignments) <= 1:
-        return _run_one(
-            cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
+    """Run a resolved scenario: every partition's simulation on one clock, then the result."""
+    parts = _partition_configs(cfg)
+    multi = len(parts) > 1
+    clock = Clock(limits)
+    used = RunUse()  # one result-size budget for the whole run
+    sims = [
+        Sim(
+            c,
+            limits,
+            record=steps,
+            at_step=at_step,
+            check_invariants=check_invariants,
+            used=used,
+            clock=clock,
+            partition=p,
+            shares_clock=multi,
         )
-    return _run_partitions(
-        cfg, limits, steps=steps, at_step=at_step, check_invariants=check_invariants, all_views=all_views
+        for p, c in enumerate(parts)
+    ]
+    if all_views:
+        for sim in sims:
+            sim.views = []
+    for sim in sims:
+        sim.start()
+    action_t_ms = _drive(cfg, clock, sims)
+    clock.budget.check()
+    for sim in sims:
+        sim.now = clock.now
+    results = [sim.result() for sim in sims]
+    # The pending events hold bound methods of the sims, a reference cycle that only a full GC
+    # pass would free (a pause inside some later run); dropping them lets refcounting free it now.
+    clock.q.clear()
+    if not multi:
+        out = results[0]
+        if steps:
+            out["action_t_ms"] = action_t_ms
+        return out
+    return _merge_partitions(
+        cfg, clock, sims, results, action_t_ms, steps=steps, at_step=at_step, check=check_invariants
     )
 
 
@@ -2815,228 +2923,179 @@ def _partition_of(action: Any, partitions: int) -> int:
     return 0
 
 
-def _split(cfg: Config) -> list[tuple[Config, list[int], list[int]]]:
-    """One configuration per partition: every fault goes to all, each produce to its own partition.
+def _partition_configs(cfg: Config) -> list[Config]:
+    """One configuration per partition: its replicas. Partitions of one topic replicate
+    independently; what they share is the brokers and the clock, and the heartbeat phases, which
+    come from the same seed, so fencing happens at the same time everywhere."""
+    if len(cfg.assignments) <= 1:
+        return [cfg]
+    return [dataclasses.replace(cfg, replicas=list(asg), assignments=[list(asg)]) for asg in cfg.assignments]
 
-    Partitions of one topic replicate independently; what they share is the brokers, which every
-    partition's simulation sees fail at the same instants, and the heartbeat phases, which come
-    from the same seed, so fencing happens at the same time everywhere.
-    """
-    n = len(cfg.assignments)
-    per: list[list[Any]] = [[] for _ in range(n)]
-    index: list[list[int]] = [[] for _ in range(n)]
-    # each partition's action i is the scenario's action origin[p][i] (steps carry the latter)
-    origin: list[list[int]] = [[] for _ in range(n)]
+
+def _drive(cfg: Config, clock: Clock, sims: list[Sim]) -> list[int]:
+    """Run the scenario's actions in order; returns the simulated time at which each began.
+
+    A produce goes to its partition's simulation; every other action reaches every partition at
+    the same millisecond; advance and settle run the one clock."""
+    n = len(sims)
+    one = sims[0] if n == 1 else None
     produced = 0
-    k = 0
-    for g, a in enumerate(cfg.actions):
-        if a.do == "produce":
-            if a.records is None:
-                a = a.model_copy(
-                    update={"records": [f"m{produced + i}" for i in range(a.count)], "count": None}
-                )
+    starts: list[int] = []
+    for i, a in enumerate(cfg.actions):
+        now = clock.now
+        for sim in sims:
+            sim.action = i
+            sim.now = now
+        starts.append(now)
+        do = a.do
+        if do == "produce":
+            if one is not None:
+                one.produce(a, len(one.batches))
+                continue
+            if a.records is None:  # name records across the topic, not per partition
+                named = [f"m{produced + k}" for k in range(a.count)]
+                a = a.model_copy(update={"records": named, "count": None})
             produced += len(a.records)
-            p = _partition_of(a, n)
-            per[p].append(a)
-            index[p].append(k)
-            origin[p].append(g)
-            k += 1
+            sim = sims[_partition_of(a, n)]
+            sim.produce(a, len(sim.batches))
+        elif do == "advance":
+            clock.run_until(now + a.ms)
+        elif do == "settle":
+            if one is not None:
+                done = one.settled_after_failover if a.through_failover else one.settled
+            elif a.through_failover:
+                def done() -> bool:
+                    return all(sim.settled_after_failover() for sim in sims)
+            else:
+                def done() -> bool:
+                    return all(sim.settled() for sim in sims)
+            if not done():
+                clock.run_until(now + a.max_ms, stop=done)
         else:
-            for lst, org in zip(per, origin, strict=True):
-                lst.append(a)
-                org.append(g)
-    return [
-        (
-            dataclasses.replace(cfg, replicas=list(asg), actions=per[p], assignments=[list(asg)]),
-            index[p],
-            origin[p],
-        )
-        for p, asg in enumerate(cfg.assignments)
-    ]
+            for sim in sims:
+                _apply(sim, cfg, i, a)
+            if clock.stale:
+                clock.refresh_stale()
+    return starts
+
+
+def _apply(sim: Sim, cfg: Config, i: int, a: Any) -> None:
+    """A fault or operator action, as one partition's simulation sees it."""
+    do = a.do
+    if do == "crash":
+        sim.crash(a.broker, a.lose_unflushed, lose_disk=a.lose_disk)
+    elif do == "power_loss":
+        ids = a.brokers if a.brokers is not None else [b for b, r in cfg.brokers if r == a.rack]
+        sim.power_loss(ids)
+    elif do == "shutdown":
+        sim.shutdown(a.broker)
+    elif do == "restart":
+        sim.restart(a.broker)
+    elif do in ("stop_fetching", "resume_fetching"):
+        sim.stop_fetching(a.broker, do == "resume_fetching")
+    elif do in ("isolate", "heal"):
+        sim.isolate(a.broker, a.from_, do == "heal")
+    elif do == "set":
+        sim.set_config(a.key, a.value)
+    elif do == "elect":
+        sim.elect(a.type)
+    elif do == "writeback":
+        sim.writeback(a.broker)
+    elif do == "slow":
+        sim.slow(a.broker, a.ms)
+    else:  # pragma: no cover - the scenario model admits nothing else
+        raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
 
 
 def _merged_view(views: list[dict[str, Any]]) -> dict[str, Any]:
-    """A several-partition view: partition 0's snapshot, plus every partition's under `partitions`."""
-    return {**views[0], "partitions": views}
+    """A several-partition view: partition 0's snapshot, plus every partition's under `partitions`,
+    at the time of the latest of them (each partition's snapshot is as of its own latest step)."""
+    return {**views[0], "t_ms": max(v["t_ms"] for v in views), "partitions": views}
 
 
-def _run_partitions(
+def _merge_partitions(
     cfg: Config,
-    limits: Limits,
+    clock: Clock,
+    sims: list[Sim],
+    results: list[dict[str, Any]],
+    action_t_ms: list[int],
     *,
     steps: bool,
     at_step: int | None,
-    check_invariants: bool,
-    all_views: bool = False,
+    check: bool,
 ) -> dict[str, Any]:
-    parts = _split(cfg)
-    record = True  # the merged step count and order need every partition's steps, even when not returned
-    used = RunUse()  # one budget for the whole run, not one per partition
-    results = [
-        _run_one(
-            c,
-            limits,
-            steps=record,
-            at_step=None,
-            check_invariants=check_invariants,
-            all_views=all_views,
-            used=used,
-        )
-        for c, _, _ in parts
-    ]
-    merged: list[tuple[int, int, int, dict[str, Any]]] = []
-    for p, r in enumerate(results):
-        for st in r.get("steps", []):
-            shared = st["kind"] in BROKER_LEVEL_KINDS and "records" not in st
-            if shared and p > 0:
+    """One result for a several-partition run: steps in the order they happened, each partition's
+    own result under `partitions`, the produce list in the scenario's order."""
+    step_count = clock.steps
+    out_views: list[dict[str, Any]] | None = None
+    if sims[0].views is not None:
+        # the state after step k: each partition's latest snapshot taken at or before step k
+        counts = [0] * len(sims)
+        out_views = []
+        for k in range(step_count + 1):
+            if k == step_count:
+                out_views.append(_merged_view([r["final"] for r in results]))
                 continue
-            entry = dict(st)
-            entry["partition"] = None if shared else p
-            if st["action"] is not None:
-                entry["action"] = parts[p][2][st["action"]]
-            if not shared:
-                entry["text"] = f"P{p}: {st['text']}"
-            merged.append((st["t_ms"], p, st["i"], entry))
-    merged.sort(key=lambda x: x[:3])
-    if len(merged) > limits.max_steps:
-        raise BudgetExceeded("steps", f"the scenario produced more than {limits.max_steps} steps; shorten it")
-    step_list = []
-    for i, (_t, _p, _li, entry) in enumerate(merged, start=1):
-        entry["i"] = i
-        step_list.append(entry)
-    # With several partitions, the view after merged step k shows each partition after its own last
-    # step at or before step k's millisecond (t = -1 before any step), and the final states from
-    # the last step on. all_views gives every k from one run per partition; at_step replays each
-    # partition up to that count.
-    merged_views: list[dict[str, Any]] | None = None
-    if all_views:
-        counts = [0] * len(parts)
-        merged_views = []
-        for k in range(len(step_list) + 1):
-            if k >= len(step_list):
-                merged_views.append(_merged_view([r["final"] for r in results]))
-                continue
-            t_k = step_list[k - 1]["t_ms"] if k > 0 else -1
-            for p, r in enumerate(results):
-                own = r["steps"]
-                while counts[p] < len(own) and own[counts[p]]["t_ms"] <= t_k:
+            for p, sim in enumerate(sims):
+                tags = sim.view_steps
+                while counts[p] + 1 < len(tags) and tags[counts[p] + 1] <= k:
                     counts[p] += 1
-            merged_views.append(_merged_view([r["views"][counts[p]] for p, r in enumerate(results)]))
-    views: list[dict[str, Any] | None] = [None] * len(parts)
-    if at_step is not None:
-        if merged_views is not None:
-            views = list(merged_views[min(at_step, len(merged_views) - 1)]["partitions"])
-        elif at_step >= len(step_list):
-            views = [r["final"] for r in results]
-        else:
-            t_k = step_list[at_step - 1]["t_ms"] if at_step > 0 else -1
-            for p, (c, _, _) in enumerate(parts):
-                count = sum(1 for st in results[p]["steps"] if st["t_ms"] <= t_k)
-                views[p] = _run_one(c, limits, steps=False, at_step=count, check_invariants=False)["view"]
-    produce: list[dict[str, Any]] = [{} for _ in range(sum(len(ix) for _, ix, _ in parts))]
-    for p, ((_c, ix, _), r) in enumerate(zip(parts, results, strict=True)):
-        for local, global_index in enumerate(ix):
-            produce[global_index] = {**r["produce"][local], "partition": p}
-    acked = [rec for pr in produce if pr.get("outcome") == "acked" for rec in pr["records"]]
+            out_views.append(_merged_view([sim.views[counts[p]] for p, sim in enumerate(sims)]))  # type: ignore[index]
+    produce: list[dict[str, Any]] = []
+    taken = [0] * len(sims)
+    for a in cfg.actions:
+        if a.do != "produce":
+            continue
+        p = _partition_of(a, len(sims))
+        produce.append({**results[p]["produce"][taken[p]], "partition": p})
+        taken[p] += 1
     first = results[0]
     out: dict[str, Any] = {
         "version": 1,
         "final": first["final"],
         "produce": produce,
-        "acked_records": acked,
+        "acked_records": [rec for pr in produce if pr.get("outcome") == "acked" for rec in pr["records"]],
         "lost_acked_records": [x for r in results for x in r["lost_acked_records"]],
         "visible_records": [x for r in results for x in r["visible_records"]],
         "duplicate_records": [x for r in results for x in r["duplicate_records"]],
-        "step_count": len(step_list),
+        "step_count": step_count,
         "profile": first["profile"],
         "proposals": first["proposals"],
         "seed": first["seed"],
         "partitions": [
             {
                 "partition": p,
-                "replicas": c.replicas,
+                "replicas": sim.replicas,
                 "final": r["final"],
-                "view": views[p],
+                "view": r.get("view"),
                 "acked_records": r["acked_records"],
                 "lost_acked_records": r["lost_acked_records"],
                 "visible_records": r["visible_records"],
                 "duplicate_records": r["duplicate_records"],
             }
-            for p, ((c, _, _), r) in enumerate(zip(parts, results, strict=True))
+            for p, (sim, r) in enumerate(zip(sims, results, strict=True))
         ],
     }
     if steps:
-        out["steps"] = step_list
-        # when each action began: partition 0's clock, or for a produce its own partition's
-        starts: list[int | None] = [None] * len(cfg.actions)
-        for (_c, _ix, origin), r in zip(parts, results, strict=True):
-            for local, g in enumerate(origin):
-                if starts[g] is None:
-                    starts[g] = r["action_t_ms"][local]
-        out["action_t_ms"] = starts
+        merged = []
+        for p, r in enumerate(results):
+            for st in r["steps"]:
+                entry = dict(st)
+                shared = st["kind"] in BROKER_LEVEL_KINDS and "records" not in st
+                entry["partition"] = None if shared else p
+                if not shared:
+                    entry["text"] = f"P{p}: {st['text']}"
+                merged.append(entry)
+        merged.sort(key=lambda st: st["i"])
+        out["steps"] = merged
+        out["action_t_ms"] = action_t_ms
     if at_step is not None:
-        out["view"] = _merged_view(views)  # type: ignore[arg-type]
-    if check_invariants:
+        views = [r["final"] if at_step >= step_count else r["view"] for r in results]
+        for part, v in zip(out["partitions"], views, strict=True):
+            part["view"] = v
+        out["view"] = _merged_view(views)
+    if check:
         out["violations"] = [f"partition {p}: {v}" for p, r in enumerate(results) for v in r["violations"]]
-    if merged_views is not None:
-        out["views"] = merged_views
+    if out_views is not None:
+        out["views"] = out_views
     return out
-
-
-def _run_one(
-    cfg: Config,
-    limits: Limits,
-    *,
-    steps: bool,
-    at_step: int | None,
-    check_invariants: bool,
-    all_views: bool = False,
-    used: RunUse | None = None,
-) -> dict[str, Any]:
-    sim = Sim(cfg, limits, record=steps, at_step=at_step, check_invariants=check_invariants, used=used)
-    if all_views:
-        sim.views = []
-    sim.start()
-    for i, a in enumerate(cfg.actions):
-        sim.action = i
-        sim.action_t_ms.append(sim.now)
-        do = a.do
-        if do == "produce":
-            sim.produce(a, len(sim.batches))
-        elif do == "advance":
-            sim.run_until(sim.now + a.ms)
-        elif do == "settle":
-            done = sim.settled_after_failover if a.through_failover else sim.settled
-            if not done():
-                sim.run_until(sim.now + a.max_ms, stop=done)
-        elif do == "crash":
-            sim.crash(a.broker, a.lose_unflushed, lose_disk=a.lose_disk)
-        elif do == "power_loss":
-            ids = a.brokers if a.brokers is not None else [b for b, r in cfg.brokers if r == a.rack]
-            sim.power_loss(ids)
-        elif do == "shutdown":
-            sim.shutdown(a.broker)
-        elif do == "restart":
-            sim.restart(a.broker)
-        elif do in ("stop_fetching", "resume_fetching"):
-            sim.stop_fetching(a.broker, do == "resume_fetching")
-        elif do in ("isolate", "heal"):
-            sim.isolate(a.broker, a.from_, do == "heal")
-        elif do == "set":
-            sim.set_config(a.key, a.value)
-        elif do == "elect":
-            sim.elect(a.type)
-        elif do == "writeback":
-            sim.writeback(a.broker)
-        elif do == "slow":
-            sim.slow(a.broker, a.ms)
-        else:  # pragma: no cover - the scenario model admits nothing else
-            raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
-    sim.budget.check()
-    sim.used.events += sim.events
-    sim.used.steps += sim.nsteps
-    result = sim.result()
-    # The pending events hold bound methods of `sim`, a reference cycle that only a full GC pass
-    # would free (a pause inside some later run); dropping them lets refcounting free it now.
-    sim.q.clear()
-    return result

@@ -117,3 +117,37 @@ def test_keyed_records_go_where_murmur2_sends_them():
         ("a1", 0), ("c1", 2), ("k1", 1), ("c2", 0), ("c3", 2)
     ]  # fmt: skip
     assert [b["offsets"] for b in result["produce"] if b["records"][0].startswith("c")] == [[0], [1], [1]]
+
+
+def test_one_clock_a_fault_lands_at_the_same_time_in_every_partition():
+    """Issue 10's one-clock rule: partitions with different traffic still share the brokers' time.
+
+    Partition 0 gets twenty records and partition 1 one, so their `settle`s would end at different
+    times if each partition ran on its own clock (before the rewrite, a crash after a settle landed
+    at different milliseconds in different partitions). With one clock, the settle ends when the
+    whole cluster is settled, the crash reaches every partition at that millisecond, and the
+    controller's fencing of the crashed broker changes every partition at one step."""
+    actions = [{"do": "produce", "records": [f"x{i}"], "partition": 0} for i in range(20)]
+    actions += [{"do": "produce", "records": ["y"], "partition": 1}, {"do": "settle"}]
+    actions += [{"do": "crash", "broker": 1}, {"do": "settle", "through_failover": True}]
+    actions += [{"do": "produce", "records": ["z"], "partition": 2}, {"do": "advance", "ms": 100}]
+    sc = {"topic": {"replication.factor": 3, "partitions": 3}, "actions": actions}
+    r = simulate(sc, steps=True, all_views=True)
+    crash = 22
+    crash_at = r["action_t_ms"][crash]
+    # the settle before the crash waited for the slower partition: P0's followers learn HW 20 at 506
+    assert crash_at == max(s["t_ms"] for s in r["steps"] if s["action"] == crash - 1)
+    crash_steps = [s for s in r["steps"] if s["action"] == crash]
+    assert crash_steps and {s["t_ms"] for s in crash_steps} == {crash_at}
+    fence = next(s for s in r["steps"] if s["kind"] == "controller_fence_broker")
+    elect = next(s for s in r["steps"] if s["kind"] == "controller_elect_leader")
+    assert elect["partition"] == 0 and elect["i"] == fence["i"] + 1 and elect["t_ms"] == fence["t_ms"]
+    before, after = r["views"][fence["i"] - 1], r["views"][elect["i"]]
+    for p in range(3):  # B1 leaves every ISR at the fence's millisecond (P0's with its leadership)
+        assert 1 in before["partitions"][p]["partition"]["isr"], p
+        assert 1 not in after["partitions"][p]["partition"]["isr"], p
+        assert after["partitions"][p]["t_ms"] == fence["t_ms"], p
+    # the steps are numbered in the order they happened, and time never goes back
+    assert [s["i"] for s in r["steps"]] == list(range(1, r["step_count"] + 1))
+    times = [s["t_ms"] for s in r["steps"]]
+    assert times == sorted(times)
