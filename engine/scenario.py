@@ -30,6 +30,7 @@ MAX_RECORD_CHARS = 64
 MAX_BROKERS = 9
 MAX_BROKER_ID = 1_000
 MAX_PARTITIONS = 12
+MAX_CONSUMERS = 12
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,71 @@ class Settle(_Strict):
     through_failover: bool = False
 
 
+ClientId = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9._-]+$")]
+
+
+class ConsumerSpec(_Strict):
+    """One consumer process (contract part 2). Rebalancing protocols come with part 2's groups."""
+
+    id: ClientId
+    group_id: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(None, alias="group.id")
+    auto_offset_reset: Literal["earliest", "latest", "none"] = Field("latest", alias="auto.offset.reset")
+    enable_auto_commit: bool = Field(True, alias="enable.auto.commit")
+    auto_commit_interval_ms: Ms = Field(5_000, alias="auto.commit.interval.ms")
+    max_poll_records: Annotated[int, Field(ge=1, le=MAX_RECORDS_PER_PRODUCE)] = Field(
+        500, alias="max.poll.records"
+    )
+
+
+class Subscribe(_Strict):
+    do: Literal["subscribe"]
+    consumer: ClientId
+    topics: list[Annotated[str, Field(min_length=1, max_length=249)]] | None = None
+
+
+class Assign(_Strict):
+    do: Literal["assign"]
+    consumer: ClientId
+    partitions: list[Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)]]
+
+
+class Poll(_Strict):
+    do: Literal["poll"]
+    consumer: ClientId
+    max_records: Annotated[int, Field(ge=1, le=MAX_RECORDS_PER_PRODUCE)] | None = None
+    timeout_ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)] = 1_000
+
+
+class Commit(_Strict):
+    do: Literal["commit"]
+    consumer: ClientId
+    offsets: dict[str, Annotated[int, Field(ge=0)]] | None = None
+    async_: bool = Field(False, alias="async")
+
+
+class Seek(_Strict):
+    do: Literal["seek"]
+    consumer: ClientId
+    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)]
+    offset: Annotated[int, Field(ge=0)] | Literal["beginning", "end"]
+
+
+class Stall(_Strict):
+    do: Literal["stall"]
+    consumer: ClientId
+    ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)]
+
+
+class DeleteRecords(_Strict):
+    do: Literal["delete_records"]
+    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)] = 0
+    offset: Annotated[int, Field(ge=-1)]  # -1: up to the high watermark, as the admin client allows
+
+
 class Crash(_Strict):
     do: Literal["crash"]
-    broker: BrokerId
+    broker: BrokerId | None = None
+    consumer: ClientId | None = None  # a consumer process crashes instead (it sends nothing)
     lose_unflushed: bool = False
     # not in the contract's list: the disk is destroyed too (flushed data included); the broker
     # comes back empty, as after a disk replacement
@@ -185,7 +248,8 @@ class PowerLoss(_Strict):
 
 class BrokerAction(_Strict):
     do: Literal["shutdown", "restart", "stop_fetching", "resume_fetching", "writeback"]
-    broker: BrokerId
+    broker: BrokerId | None = None
+    consumer: ClientId | None = None  # shutdown = close(); restart = a new process (contract part 2)
 
 
 Party = Literal["controller", "producer"] | BrokerId
@@ -215,7 +279,8 @@ class Elect(_Strict):
 
 
 Action = Annotated[
-    Produce | Advance | Settle | Crash | PowerLoss | BrokerAction | Slow | Isolate | SetConfig | Elect,
+    Produce | Advance | Settle | Crash | PowerLoss | BrokerAction | Slow | Isolate | SetConfig | Elect
+    | Subscribe | Assign | Poll | Commit | Seek | Stall | DeleteRecords,
     Field(discriminator="do"),
 ]
 
@@ -229,6 +294,7 @@ class Scenario(_Strict):
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     producer: ProducerSpec = Field(default_factory=ProducerSpec)
     timing: TimingSpec = Field(default_factory=TimingSpec)
+    consumers: list[ConsumerSpec] = Field(default_factory=list)
     actions: list[Action] = Field(default_factory=list)
 
     @field_validator("brokers")
@@ -275,6 +341,10 @@ class Config:
     actions: list[Any]
     proposals: list[str] = field(default_factory=list)
     assignments: list[list[int]] = field(default_factory=list)  # replicas of every partition
+    consumers: list[ConsumerSpec] = field(default_factory=list)
+    topic_name: str = "t"
+    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
+    offsets_topic_partitions: int = 50  # offsets.topic.num.partitions
 
 
 _ACTION_TAGS = frozenset(
@@ -294,6 +364,13 @@ _ACTION_TAGS = frozenset(
         "heal",
         "set",
         "elect",
+        "subscribe",
+        "assign",
+        "poll",
+        "commit",
+        "seek",
+        "stall",
+        "delete_records",
     }
 )
 
@@ -492,8 +569,42 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     total_ms = 0
     records_seen: set[str] = set()
     produced = 0
+    consumer_ids = [c.id for c in sc.consumers]
+    if len(sc.consumers) > MAX_CONSUMERS:
+        bad("consumers", f"at most {MAX_CONSUMERS} consumers")
+    if len(set(consumer_ids)) != len(consumer_ids):
+        bad("consumers", "consumer ids must be unique")
+    named = ", ".join(consumer_ids) if consumer_ids else "none"
+
+    def check_partition(where: str, partition: int) -> None:
+        if partition >= t.partitions:
+            bad(where, f"the topic has {t.partitions} partition(s), numbered from 0")
+
     for i, a in enumerate(actions):
         path = f"actions[{i}]"
+        consumer = getattr(a, "consumer", None)
+        if consumer is not None:
+            if consumer not in consumer_ids:
+                bad(f"{path}.consumer", f"no consumer named {consumer!r}; the scenario defines {named}")
+            if getattr(a, "broker", None) is not None:
+                bad(path, "give either broker or consumer")
+            if a.do in ("stop_fetching", "resume_fetching", "writeback"):
+                bad(f"{path}.consumer", f"{a.do} acts on a broker")
+            if a.do == "assign":
+                for j, part in enumerate(a.partitions):
+                    check_partition(f"{path}.partitions[{j}]", part)
+            elif a.do == "seek":
+                check_partition(f"{path}.partition", a.partition)
+            elif a.do == "commit" and a.offsets is not None:
+                for key in a.offsets:
+                    if not key.isdigit() or int(key) >= t.partitions:
+                        bad(f"{path}.offsets", f"{key!r} is not a partition (0 to {t.partitions - 1})")
+            elif a.do in ("poll", "stall"):
+                total_ms += a.timeout_ms if a.do == "poll" else a.ms
+            continue
+        if a.do == "delete_records":
+            check_partition(f"{path}.partition", a.partition)
+            continue
         if a.do == "produce":
             if (a.records is None) == (a.count is None):
                 bad(path, "give either records or count")
@@ -530,7 +641,9 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             "heal",
             "slow",
         ):
-            if a.broker not in id_set:
+            if a.broker is None:
+                bad(f"{path}.broker", f"{a.do} needs a broker (crash, shutdown, restart: or a consumer)")
+            elif a.broker not in id_set:
                 bad(f"{path}.broker", f"broker {a.broker} is not in the cluster")
             if a.do in ("isolate", "heal") and a.from_:
                 for j, party in enumerate(a.from_):
@@ -613,6 +726,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         actions=actions,
         proposals=proposals,
         assignments=assignments,
+        consumers=list(sc.consumers),
     )
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from . import budget as _budget
 from .budget import BudgetExceeded, snapshot_bytes, step_bytes
+from .consumers import Clients
 from .partitioner import partition_for_key
 from .scenario import Config, Limits, ScenarioError
 from .steps import step_kind
@@ -212,6 +213,7 @@ class Batch:
         "offsets",
         "done_ms",
         "retries_used",
+        "key",
     )
 
     def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
@@ -231,6 +233,7 @@ class Batch:
         self.offsets: list[int] | None = None
         self.done_ms: int | None = None
         self.retries_used = 0
+        self.key: str | None = None
 
 
 def _fmt_offsets(first: int, last: int) -> str:
@@ -365,6 +368,9 @@ class Sim:
         # snapshot at or before k, so an at_step view is refreshed at each own step up to k
         self.shares_clock = shares_clock
         self.stale = False  # changed by a step another partition told; view not yet taken again
+        self.log_start = 0  # the partition's log start offset (moved by DeleteRecords)
+        self.part2 = False  # the scenario uses the contract's part 2 (consumers, log start offset)
+        self.clients: Clients | None = None  # partition 0 holds the consumers (engine/consumers.py)
         self.rng = random.Random(cfg.seed)
         self.replicas = list(cfg.replicas)
         self.brokers = {bid: Broker(bid, rack) for bid, rack in cfg.brokers}
@@ -659,6 +665,7 @@ class Sim:
             acks = action.acks
         shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
         b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
+        b.key = action.key
         b.first_send = self.now
         b.deadline = self.now + self.cfg.delivery_timeout_ms
         self.batches.append(b)
@@ -2675,7 +2682,7 @@ class Sim:
         }
         acked = list(self.acked_records)
         lost = self.lost_acked(acked)
-        return {
+        out = {
             "t_ms": self.now,
             "partition": part,
             "brokers": brokers,
@@ -2688,6 +2695,40 @@ class Sim:
                 "sent": list(self.sent_records),
                 "lost": lost,
             },
+        }
+        if self.part2:
+            part["log_start_offset"] = self.log_start
+        if self.clients is not None:
+            out.update(self.clients.snapshot())
+        return out
+
+    def contract_partition(self) -> dict[str, Any]:
+        """This partition as the contract's part 2 reports it: the leader's offsets and log."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        log = leader.log if leader is not None else []
+        entries = []
+        for off in range(self.log_start, len(log)):
+            _epoch, record, bidx = log[off]
+            batch = self.batches[bidx] if bidx >= 0 else None
+            entries.append(
+                {
+                    "offset": off,
+                    "key": batch.key if batch is not None else None,
+                    "record": record,
+                    "timestamp_ms": batch.first_send if batch is not None else None,
+                    "control": None,
+                }
+            )
+        hw = leader.hw if leader is not None else 0
+        return {
+            "partition": self.partition,
+            "leader": c.leader if c.leader != NO_LEADER else None,
+            "hw": hw,
+            "leo": len(log),
+            "lso": hw,
+            "log_start_offset": self.log_start,
+            "log": entries,
         }
 
     def lost_acked(self, acked: list[str]) -> list[str]:
@@ -2892,13 +2933,28 @@ def run(
     if all_views:
         for sim in sims:
             sim.views = []
+    clients = None
+    if cfg.consumers or any(a.do in CLIENT_ACTIONS or getattr(a, "consumer", None) for a in cfg.actions):
+        clients = Clients(
+            cfg.consumers,
+            clock,
+            sims,
+            topic=cfg.topic_name,
+            initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
+            offsets_partitions=cfg.offsets_topic_partitions,
+        )
+        for sim in sims:
+            sim.part2 = True
+        sims[0].clients = clients
     for sim in sims:
         sim.start()
-    action_t_ms = _drive(cfg, clock, sims)
+    action_t_ms = _drive(cfg, clock, sims, clients)
     clock.budget.check()
     for sim in sims:
         sim.now = clock.now
     results = [sim.result() for sim in sims]
+    if clients is not None:
+        part2 = [sim.contract_partition() for sim in sims]
     # The pending events hold bound methods of the sims, a reference cycle that only a full GC
     # pass would free (a pause inside some later run); dropping them lets refcounting free it now.
     clock.q.clear()
@@ -2906,10 +2962,18 @@ def run(
         out = results[0]
         if steps:
             out["action_t_ms"] = action_t_ms
-        return out
-    return _merge_partitions(
-        cfg, clock, sims, results, action_t_ms, steps=steps, at_step=at_step, check=check_invariants
-    )
+    else:
+        out = _merge_partitions(
+            cfg, clock, sims, results, action_t_ms, steps=steps, at_step=at_step, check=check_invariants
+        )
+    if clients is not None:
+        out.update(clients.result())
+        if multi:
+            for entry, extra in zip(out["partitions"], part2, strict=True):
+                entry.update(extra)
+        else:
+            out["partitions"] = part2
+    return out
 
 
 def _partition_of(action: Any, partitions: int) -> int:
@@ -2932,7 +2996,7 @@ def _partition_configs(cfg: Config) -> list[Config]:
     return [dataclasses.replace(cfg, replicas=list(asg), assignments=[list(asg)]) for asg in cfg.assignments]
 
 
-def _drive(cfg: Config, clock: Clock, sims: list[Sim]) -> list[int]:
+def _drive(cfg: Config, clock: Clock, sims: list[Sim], clients: Clients | None) -> list[int]:
     """Run the scenario's actions in order; returns the simulated time at which each began.
 
     A produce goes to its partition's simulation; every other action reaches every partition at
@@ -2971,12 +3035,45 @@ def _drive(cfg: Config, clock: Clock, sims: list[Sim]) -> list[int]:
                     return all(sim.settled() for sim in sims)
             if not done():
                 clock.run_until(now + a.max_ms, stop=done)
+        elif clients is not None and (do in CLIENT_ACTIONS or getattr(a, "consumer", None) is not None):
+            _client_action(clients, a)
         else:
             for sim in sims:
                 _apply(sim, cfg, i, a)
             if clock.stale:
                 clock.refresh_stale()
     return starts
+
+
+CLIENT_ACTIONS = frozenset({"subscribe", "assign", "poll", "commit", "seek", "stall", "delete_records"})
+
+
+def _client_action(clients: Clients, a: Any) -> None:
+    """An action of a consumer's application, or the admin client's DeleteRecords."""
+    do = a.do
+    clients.now = clients.clock.now
+    if do == "delete_records":
+        clients.delete_records(a.partition, a.offset)
+    elif do == "subscribe":
+        clients.subscribe(a.consumer)
+    elif do == "assign":
+        clients.assign(a.consumer, a.partitions)
+    elif do == "poll":
+        clients.poll(a.consumer, a.max_records, a.timeout_ms)
+    elif do == "commit":
+        clients.commit(a.consumer, a.offsets, a.async_)
+    elif do == "seek":
+        clients.seek(a.consumer, a.partition, a.offset)
+    elif do == "stall":
+        clients.stall(a.consumer, a.ms)
+    elif do == "crash":
+        clients.crash(a.consumer)
+    elif do == "shutdown":
+        clients.shutdown(a.consumer)
+    elif do == "restart":
+        clients.restart(a.consumer)
+    else:  # pragma: no cover - the scenario model admits nothing else
+        raise ScenarioError([{"path": "actions", "message": f"unknown action {do!r}"}])
 
 
 def _apply(sim: Sim, cfg: Config, i: int, a: Any) -> None:

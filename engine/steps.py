@@ -33,11 +33,17 @@ _KA = "core/src/main/scala/kafka/server/KafkaApis.scala"
 _SENDER = "clients/src/main/java/org/apache/kafka/clients/producer/internals/Sender.java"
 _RACC = "clients/src/main/java/org/apache/kafka/clients/producer/internals/RecordAccumulator.java"
 _LEFC = "storage/src/main/java/org/apache/kafka/storage/internals/epoch/LeaderEpochFileCache.java"
+_KC = "clients/src/main/java/org/apache/kafka/clients/consumer/KafkaConsumer.java"
+_CC = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/ConsumerCoordinator.java"
+_FC = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/FetchCollector.java"
+_SS = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/SubscriptionState.java"
+_OMM = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/OffsetMetadataManager.java"
+_CG = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classic/ClassicGroup.java"
 
 
 @dataclass(frozen=True, slots=True)
 class StepKind:
-    actor: str  # "producer", "broker", "controller" or "operator"
+    actor: str  # "producer", "broker", "controller", "consumer", "coordinator" or "operator"
     code: str  # the Kafka function this step paraphrases
     path: str  # source file relative to the repository root; "" for a fault with no Kafka code
     lines: str  # line range at `rev` as cited in the reference, "" when none is cited
@@ -437,6 +443,96 @@ STEP_KINDS: dict[str, StepKind] = {
         "105-160",
         "the leader-epoch cache records where an epoch starts",
     ),
+    # consumer client and its group coordinator (contract part 2; single-member groups)
+    "consumer_subscribe": StepKind(
+        "consumer", "KafkaConsumer.subscribe", _KC, "", "the application subscribes; it joins in poll()"
+    ),
+    "consumer_assign": StepKind(
+        "consumer", "KafkaConsumer.assign", _KC, "", "the application picks its partitions: no membership"
+    ),
+    "consumer_join": StepKind(
+        "consumer",
+        "ConsumerCoordinator.onJoinComplete",
+        _CC,
+        "419-420",
+        "the join completes: a new generation, the member's partitions, the auto-commit timer restarts",
+    ),
+    "consumer_fetch_offsets": StepKind(
+        "consumer",
+        "OffsetMetadataManager.fetchOffsets",
+        _OMM,
+        "771-776",
+        "the consumer asks the coordinator for the group's committed offsets (-1: none)",
+    ),
+    "consumer_reset_offset": StepKind(
+        "consumer",
+        "SubscriptionState.resetInitializingPositions",
+        _SS,
+        "781-794",
+        "no usable offset: auto.offset.reset decides the position (earliest: log start, latest: HW)",
+    ),
+    "consumer_out_of_range": StepKind(
+        "consumer",
+        "FetchCollector.handleInitializeErrors",
+        _FC,
+        "347-368",
+        "the fetch position is below the log start or past the LEO: OFFSET_OUT_OF_RANGE",
+    ),
+    "consumer_poll": StepKind(
+        "consumer",
+        "KafkaConsumer.poll",
+        _KC,
+        "",
+        "poll() returns records to the application; the position moves past them",
+    ),
+    "consumer_auto_commit": StepKind(
+        "consumer",
+        "ConsumerCoordinator.maybeAutoCommitOffsetsAsync",
+        _CC,
+        "1157-1165",
+        "inside poll(), once the interval has passed: commit the positions the previous poll reached",
+    ),
+    "consumer_commit": StepKind(
+        "consumer",
+        "OffsetMetadataManager.commitOffset",
+        _OMM,
+        "450-513",
+        "the coordinator stores the committed offsets; it never checks their values",
+    ),
+    "consumer_error": StepKind(
+        "consumer", "KafkaConsumer (an exception reaches the application)", _KC, "", "a call fails"
+    ),
+    "consumer_seek": StepKind(
+        "consumer", "KafkaConsumer.seek", _KC, "", "the application moves the position"
+    ),
+    "consumer_crash": StepKind(
+        "operator", "(process crash)", "", "", "the consumer dies: it commits nothing, sends no LeaveGroup"
+    ),
+    "consumer_close": StepKind(
+        "consumer",
+        "ConsumerCoordinator.close",
+        _CC,
+        "976-980",
+        "close(): a last synchronous auto-commit, then LeaveGroup",
+    ),
+    "consumer_restart": StepKind(
+        "operator", "(process start)", "", "", "a new consumer process starts with no position"
+    ),
+    "group_member_expired": StepKind(
+        "coordinator",
+        "ClassicGroup (session timeout)",
+        _CG,
+        "",
+        "no heartbeat for session.timeout.ms: the coordinator removes the member",
+    ),
+    "admin_delete_records": StepKind(
+        "operator",
+        "UnifiedLog.maybeIncrementLogStartOffset",
+        _UL,
+        "",
+        "DeleteRecords moves the log start offset; reads below it get OFFSET_OUT_OF_RANGE",
+    ),
+
 }
 
 

@@ -1,0 +1,634 @@
+"""Consumers, their committed offsets and the group coordinator, on the cluster's one clock.
+
+The contract's part 2 (scenario-contract-clients.md) for issue 10: `subscribe`, `assign`, `poll`,
+`commit`, `seek`, `stall`, a consumer's crash, restart and `close()`, and the admin
+`delete_records`. A consumer reads the leader's log of each partition it owns, up to the high
+watermark, from its *position*; what the group has *committed* lives apart, with the coordinator
+(engine/offsets.py holds the coordinator's rules). Every call that goes over the network takes
+one network hop each way, while the cluster keeps running on the same clock.
+
+What is not modelled yet (issue 12): groups with several members and rebalancing (a second
+member of a group is refused with a clear problem), the coordinator's own `__consumer_offsets`
+replicas (the coordinator is the first running broker of the offsets partition's stripe, and
+moving it is instant), `max.poll.interval.ms`, transactions and `read_committed`.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .offsets import NO_OFFSET, Coordinator, Group, offsets_partition_for
+from .scenario import ConsumerSpec, problem
+
+if TYPE_CHECKING:
+    from .sim import Clock, Sim
+
+HOP_MS = 1  # one network hop, as NETWORK_DELAY_MS in the replication engine
+FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty fetch
+SESSION_TIMEOUT_MS = 45_000  # session.timeout.ms (4.x default)
+
+
+@dataclass
+class ConsumerProc:
+    """One consumer process: what `SubscriptionState` and `ConsumerCoordinator` hold."""
+
+    spec: ConsumerSpec
+    alive: bool = False
+    mode: str | None = None  # "subscribe" | "assign" | None (neither yet)
+    incarnation: int = 0  # bumps on every start and stop: stale timers check it
+    member_id: str | None = None
+    generation: int = -1
+    join_ready_ms: int | None = None  # when the coordinator completes the JoinGroup it sent
+    assigned: list[int] = field(default_factory=list)
+    position: dict[int, int] = field(default_factory=dict)  # the next offset poll() returns
+    next_auto_commit_ms: int = 0
+    received: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def group(self) -> str | None:
+        return self.spec.group_id
+
+
+class Clients:
+    """Every consumer of the scenario and the coordinator of their groups."""
+
+    def __init__(
+        self,
+        consumers: list[ConsumerSpec],
+        clock: Clock,
+        sims: list[Sim],
+        *,
+        topic: str,
+        initial_rebalance_delay_ms: int,
+        offsets_partitions: int,
+    ) -> None:
+        self.clock = clock
+        self.sims = sims
+        self.now = 0  # the clock sets it when one of this actor's events runs
+        self.topic = topic
+        self.initial_delay_ms = initial_rebalance_delay_ms
+        self.offsets_partitions = offsets_partitions
+        self.coordinator = Coordinator()
+        self.consumers = {c.id: ConsumerProc(c) for c in consumers}
+        self.polls: list[dict[str, Any]] = []
+        self.commits: list[dict[str, Any]] = []
+        self.history: dict[str, list[dict[str, Any]]] = {}
+        self.member_owner: dict[str, str] = {}  # member id -> consumer id
+        self.expiry: dict[str, int] = {}  # a crashed member id -> when its session times out
+        self.brokers = sorted(sims[0].brokers)
+
+    # ---------------------------------------------------------------------------------------
+    # plumbing: the clock, steps, the partitions' leaders
+
+    def at(self, t: int, fn: Any, *args: Any) -> None:
+        clock = self.clock
+        heapq.heappush(clock.q, (t, clock.tick(), self, fn, args))
+
+    def run_to(self, t: int, stop: Any = None) -> None:
+        """The application waits (inside a blocking call) while the cluster runs until t."""
+        if t > self.clock.now:
+            self.clock.run_until(t, stop)
+        self.now = self.clock.now
+
+    def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
+        narrator = self.sims[0]
+        narrator.now = self.clock.now
+        narrator.step(kind, actor, text, **extra)
+
+    def read_view(self, p: int) -> tuple[int, int, int, list[Any]] | None:
+        """(log start offset, HW, LEO, log) of partition p's leader, or None with no leader."""
+        sim = self.sims[p]
+        lid = sim.ctl.leader
+        leader = sim.brokers.get(lid)
+        if leader is None or not leader.alive or leader.role != "leader":
+            return None
+        return sim.log_start, leader.hw, leader.leo, leader.log
+
+    def coordinator_broker(self, group: str) -> int | None:
+        """The leader of the group's `__consumer_offsets` partition (GroupCoordinatorService
+        .partitionFor): here the first running broker of that partition's stripe."""
+        k = offsets_partition_for(group, self.offsets_partitions)
+        n = len(self.brokers)
+        for j in range(min(3, n)):
+            bid = self.brokers[(k + j) % n]
+            if self.sims[0].brokers[bid].alive:
+                return bid
+        return None
+
+    # ---------------------------------------------------------------------------------------
+    # the application's calls
+
+    def subscribe(self, cid: str) -> None:
+        c = self.consumers[cid]
+        self._start(c)
+        c.mode = "subscribe"
+        where = f"group {c.group!r}" if c.group else "no group.id: poll() will fail"
+        self.step("consumer_subscribe", cid, f"{cid} subscribes to {self.topic} ({where})", consumer=cid)
+
+    def assign(self, cid: str, partitions: list[int]) -> None:
+        c = self.consumers[cid]
+        self._start(c)
+        c.mode = "assign"
+        c.assigned = sorted(set(partitions))
+        c.position = {p: c.position[p] for p in c.assigned if p in c.position}
+        names = ", ".join(f"P{p}" for p in c.assigned) or "nothing"
+        self.step("consumer_assign", cid, f"{cid} assigns itself {names} (no group membership)", consumer=cid)
+
+    def poll(self, cid: str, max_records: int | None, timeout_ms: int) -> None:
+        c = self.consumers[cid]
+        entry: dict[str, Any] = {"consumer": cid, "records": [], "error": None}
+        self.polls.append(entry)
+        deadline = self.clock.now + timeout_ms
+        if not c.alive or c.mode is None:
+            entry["error"] = "IllegalStateException"
+            why = "is not running" if not c.alive else "has neither subscribed nor assigned partitions"
+            self._error(c, entry["error"], f"{cid}.poll() throws: the consumer {why}")
+            return
+        if c.mode == "subscribe" and c.member_id is None:
+            if c.group is None:
+                entry["error"] = "InvalidGroupIdException"
+                self._error(c, entry["error"], f"{cid}.poll() throws: subscribe() needs a group.id")
+                return
+            if not self._join(c, deadline):
+                self.run_to(deadline)
+                return
+        if any(p not in c.position for p in c.assigned):
+            error = self._init_positions(c)
+            if error is not None:
+                entry["error"] = error
+                return
+        self._maybe_auto_commit(c)
+        limit = max_records or c.spec.max_poll_records
+        while True:
+            self.run_to(self.clock.now + HOP_MS)  # the fetch reaches the leaders
+            got, error = self._fetch(c, limit)
+            if error is not None:
+                entry["error"] = error
+                return
+            if got:
+                self.run_to(self.clock.now + HOP_MS)  # and the records come back
+                self._deliver(c, got, entry)
+                return
+            if self.clock.now >= deadline:
+                return
+            # the brokers hold an empty fetch until data arrives or fetch.max.wait.ms passes
+            wait_until = min(deadline, self.clock.now + FETCH_MAX_WAIT_MS)
+            self.run_to(wait_until, stop=lambda c=c: self._has_data(c))
+            if self.clock.now >= deadline:
+                return
+
+    def commit(self, cid: str, offsets: dict[str, int] | None, is_async: bool) -> None:
+        c = self.consumers[cid]
+        chosen = {int(k): v for k, v in offsets.items()} if offsets is not None else dict(c.position)
+        entry: dict[str, Any] = {"consumer": cid, "offsets": _keyed(chosen), "outcome": "ok", "error": None}
+        self.commits.append(entry)
+        if not c.alive:
+            entry.update(outcome="error", error="IllegalStateException")
+            self._error(c, "IllegalStateException", f"{cid}.commit fails: the consumer is not running")
+            return
+        if c.group is None:
+            entry.update(outcome="error", error="InvalidGroupIdException")
+            self._error(c, "InvalidGroupIdException", f"{cid} cannot commit: it has no group.id")
+            return
+        error = self._send_commit(
+            c, chosen, wait=not is_async, why="commitAsync" if is_async else "commitSync"
+        )
+        if error is not None:
+            entry.update(outcome="error", error=error)
+
+    def seek(self, cid: str, partition: int, offset: int | str) -> None:
+        c = self.consumers[cid]
+        if not c.alive or partition not in c.assigned:
+            self._error(
+                c,
+                "IllegalStateException",
+                f"{cid}.seek() throws: P{partition} is not assigned to this consumer",
+            )
+            return
+        view = self.read_view(partition)
+        if offset == "beginning" or offset == "end":
+            if view is None:
+                self._error(c, "LEADER_NOT_AVAILABLE", f"{cid} cannot look up the {offset} of P{partition}")
+                return
+            self.run_to(self.clock.now + 2 * HOP_MS)  # ListOffsets to the leader and back
+            view = self.read_view(partition) or view
+            target = view[0] if offset == "beginning" else view[1]
+        else:
+            target = int(offset)
+        before = c.position.get(partition)
+        c.position[partition] = target
+        was = "" if before is None else f" (was {before})"
+        self.step(
+            "consumer_seek",
+            cid,
+            f"{cid} seeks P{partition} to offset {target}{was}",
+            consumer=cid,
+            partition_id=partition,
+        )
+
+    def stall(self, cid: str, ms: int) -> None:
+        # the application is busy: no poll(), while the heartbeat thread keeps the membership
+        self.run_to(self.clock.now + ms)
+
+    def crash(self, cid: str) -> None:
+        c = self.consumers[cid]
+        if not c.alive:
+            return
+        member = c.member_id
+        self._stop(c)
+        self.step(
+            "consumer_crash",
+            cid,
+            f"{cid}'s process dies: no commit, no LeaveGroup; its position is gone",
+            consumer=cid,
+        )
+        if member is not None:
+            self.expiry[member] = self.clock.now + SESSION_TIMEOUT_MS
+            self.at(self.expiry[member], self._session_expired, cid, member)
+
+    def shutdown(self, cid: str) -> None:
+        c = self.consumers[cid]
+        if not c.alive:
+            return
+        if c.group is not None and c.spec.enable_auto_commit and c.position:
+            self._send_commit(c, dict(c.position), wait=True, why="close() auto-commit")
+        member = c.member_id
+        self._stop(c)
+        left = ""
+        if member is not None and c.group is not None:
+            self._leave(c.group, member)
+            left = f"; it leaves group {c.group!r}"
+        self.step("consumer_close", cid, f"{cid}.close(){left}", consumer=cid)
+
+    def restart(self, cid: str) -> None:
+        c = self.consumers[cid]
+        if c.alive:
+            return
+        self._start(c)
+        self.step(
+            "consumer_restart", cid, f"{cid} starts again: a new process, no position yet", consumer=cid
+        )
+
+    def delete_records(self, partition: int, offset: int) -> None:
+        sim = self.sims[partition]
+        view = self.read_view(partition)
+        if view is None:
+            self.step(
+                "admin_delete_records",
+                "admin",
+                f"DeleteRecords on P{partition} fails: the partition has no leader",
+                partition_id=partition,
+            )
+            return
+        log_start, hw, _leo, _log = view
+        target = hw if offset == -1 else offset
+        if target > hw:
+            self.step(
+                "admin_delete_records",
+                "admin",
+                f"DeleteRecords(P{partition}, {offset}) fails with OFFSET_OUT_OF_RANGE: above the HW {hw}",
+                partition_id=partition,
+            )
+            return
+        if target > log_start:
+            sim.log_start = target
+        self.step(
+            "admin_delete_records",
+            "admin",
+            f"DeleteRecords moves P{partition}'s log start offset {log_start} -> {sim.log_start}",
+            partition_id=partition,
+        )
+
+    # ---------------------------------------------------------------------------------------
+    # inside poll()
+
+    def _join(self, c: ConsumerProc, deadline: int) -> bool:
+        """JoinGroup and SyncGroup, as far as the deadline allows; True once the member has its
+        partitions. A new (Empty) group waits group.initial.rebalance.delay.ms before it completes
+        its first join, so that more members can arrive; a group that still lists a crashed member
+        waits until the coordinator drops it (session.timeout.ms after its last heartbeat)."""
+        group = self.coordinator.groups.get(c.group)  # type: ignore[arg-type]
+        gone = []
+        if group is not None and group.protocol == "classic":
+            for m in group.members:
+                owner = self.consumers[self.member_owner[m]]
+                if owner.alive and owner.member_id == m:
+                    raise problem(
+                        "consumers",
+                        f"group {c.group!r} already has a live member: several members and "
+                        "rebalancing are not simulated yet (issue 12)",
+                    )
+                gone.append(self.expiry[m])
+        if self.coordinator_broker(c.group) is None:  # type: ignore[arg-type]
+            return False
+        if c.join_ready_ms is None:
+            if gone:
+                c.join_ready_ms = max(max(gone), self.clock.now + HOP_MS) + HOP_MS
+            else:
+                c.join_ready_ms = self.clock.now + HOP_MS + self.initial_delay_ms + HOP_MS
+        if c.join_ready_ms > deadline:
+            return False
+        self.run_to(c.join_ready_ms)
+        self.run_to(self.clock.now + 2 * HOP_MS)  # SyncGroup: the leader's assignment comes back
+        g = self.coordinator.groups.get(c.group)  # type: ignore[arg-type]
+        if g is None:
+            g = self.coordinator.groups[c.group] = Group(c.group, state_since_ms=self.clock.now)  # type: ignore[arg-type,index]
+        g.protocol = "classic"
+        g.generation += 1
+        g.members = {self._member_id(c)}
+        g.subscribed = {self.topic}
+        g.set_state("Stable", self.clock.now)
+        c.member_id = self._member_id(c)
+        c.generation = g.generation
+        c.join_ready_ms = None
+        c.assigned = list(range(len(self.sims)))
+        c.position = {}
+        c.next_auto_commit_ms = self.clock.now + c.spec.auto_commit_interval_ms
+        self.history.setdefault(c.group, []).append(  # type: ignore[arg-type]
+            {"generation": g.generation, "t_ms": self.clock.now, "assignment": {c.id: list(c.assigned)}}
+        )
+        names = ", ".join(f"P{p}" for p in c.assigned)
+        self.step(
+            "consumer_join",
+            c.id,
+            f"Group {c.group!r} generation {g.generation}: {c.id} owns {names}",
+            consumer=c.id,
+        )
+        return True
+
+    def _member_id(self, c: ConsumerProc) -> str:
+        """Derived from the consumer's id, so members sort as their ids do (the contract's rule)."""
+        member = f"{c.id}-{c.incarnation}"
+        self.member_owner[member] = c.id
+        return member
+
+    def _init_positions(self, c: ConsumerProc) -> str | None:
+        """OffsetFetch for a group member, then auto.offset.reset for partitions without one."""
+        missing = [p for p in c.assigned if p not in c.position]
+        committed: dict[int, int] = {}
+        if c.group is not None:
+            self.run_to(self.clock.now + 2 * HOP_MS)
+            committed = {p: self.coordinator.fetch(c.group, (self.topic, p)) for p in missing}
+            found = {p: o for p, o in committed.items() if o != NO_OFFSET}
+            for p, o in found.items():
+                c.position[p] = o
+            said = ", ".join(f"P{p} {o}" for p, o in found.items()) or "none"
+            self.step(
+                "consumer_fetch_offsets",
+                c.id,
+                f"{c.id} fetches group {c.group!r}'s committed offsets: {said}",
+                consumer=c.id,
+            )
+        for p in missing:
+            if p in c.position:
+                continue
+            error = self._reset(c, p, f"no committed offset for P{p}")
+            if error is not None:
+                return error
+        return None
+
+    def _reset(self, c: ConsumerProc, p: int, why: str) -> str | None:
+        policy = c.spec.auto_offset_reset
+        if policy == "none":
+            error = "NoOffsetForPartitionException" if "no committed" in why else "OFFSET_OUT_OF_RANGE"
+            self._error(
+                c, error, f"{c.id}.poll() throws {error}: {why} and auto.offset.reset=none", partition=p
+            )
+            return error
+        view = self.read_view(p)
+        if view is None:
+            return None  # retried at the next poll, once the partition has a leader
+        self.run_to(self.clock.now + 2 * HOP_MS)  # ListOffsets to the leader and back
+        view = self.read_view(p) or view
+        target = view[0] if policy == "earliest" else view[1]
+        c.position[p] = target
+        where = "the log start offset" if policy == "earliest" else "the high watermark"
+        self.step(
+            "consumer_reset_offset",
+            c.id,
+            f"{c.id}: {why}; auto.offset.reset={policy} puts P{p}'s position at {where}, {target}",
+            consumer=c.id,
+            partition_id=p,
+        )
+        return None
+
+    def _maybe_auto_commit(self, c: ConsumerProc) -> None:
+        if c.group is None or not c.spec.enable_auto_commit or self.clock.now < c.next_auto_commit_ms:
+            return
+        c.next_auto_commit_ms = self.clock.now + c.spec.auto_commit_interval_ms
+        if c.position:
+            self._send_commit(c, dict(c.position), wait=False, why="auto-commit")
+
+    def _fetch(self, c: ConsumerProc, limit: int) -> tuple[list[tuple[int, int, Any]], str | None]:
+        """What the leaders answer: (partition, offset, log entry) up to `limit`, or an error."""
+        got: list[tuple[int, int, Any]] = []
+        for p in c.assigned:
+            if len(got) >= limit or p not in c.position:
+                continue
+            view = self.read_view(p)
+            if view is None:
+                continue
+            log_start, hw, leo, log = view
+            pos = c.position[p]
+            if pos < log_start or pos > leo:
+                side = f"below the log start offset {log_start}" if pos < log_start else f"past the LEO {leo}"
+                self.step(
+                    "consumer_out_of_range",
+                    c.id,
+                    f"{c.id}'s fetch of P{p} at offset {pos} gets OFFSET_OUT_OF_RANGE: {side}",
+                    consumer=c.id,
+                    partition_id=p,
+                )
+                c.position.pop(p)
+                error = self._reset(c, p, f"offset {pos} is out of range")
+                if error is not None:
+                    return [], error
+                continue
+            end = min(hw, pos + limit - len(got))
+            got.extend((p, off, log[off]) for off in range(pos, end))
+        return got, None
+
+    def _has_data(self, c: ConsumerProc) -> bool:
+        for p in c.assigned:
+            view = self.read_view(p)
+            if view is not None and p in c.position and view[1] > c.position[p]:
+                return True
+        return False
+
+    def _deliver(self, c: ConsumerProc, got: list[tuple[int, int, Any]], entry: dict[str, Any]) -> None:
+        shown = []
+        for p, off, (_epoch, record, bidx) in got:
+            batch = self.sims[p].batches[bidx] if bidx >= 0 else None
+            rec = {"partition": p, "offset": off, "key": batch.key if batch else None, "record": record}
+            entry["records"].append(rec)
+            c.received.append({"partition": p, "offset": off, "record": record})
+            c.position[p] = off + 1
+            shown.append(f"P{p}:{off} {record}")
+        n = len(got)
+        listed = ", ".join(shown[:6]) + (f", ... ({n} records)" if n > 6 else "")
+        moved = ", ".join(f"P{p} -> {c.position[p]}" for p in sorted({g[0] for g in got}))
+        self.step(
+            "consumer_poll",
+            c.id,
+            f"{c.id}.poll() returns {listed}; position {moved}",
+            consumer=c.id,
+            records=[g[2][1] for g in got],
+        )
+
+    # ---------------------------------------------------------------------------------------
+    # the coordinator's side
+
+    def _send_commit(self, c: ConsumerProc, offsets: dict[int, int], *, wait: bool, why: str) -> str | None:
+        coordinator = self.coordinator_broker(c.group)  # type: ignore[arg-type]
+        if coordinator is None:
+            self._error(c, "COORDINATOR_NOT_AVAILABLE", f"{c.id}'s {why} fails: no coordinator is running")
+            return "COORDINATOR_NOT_AVAILABLE"
+        self.run_to(self.clock.now + HOP_MS)
+        tps = {(self.topic, p): o for p, o in offsets.items()}
+        if c.mode == "subscribe" and c.member_id is not None:
+            error = self.coordinator.commit(
+                c.group,
+                tps,
+                self.clock.now,
+                member=c.member_id,  # type: ignore[arg-type]
+                generation=c.generation,
+            )
+        else:
+            error = self.coordinator.commit(c.group, tps, self.clock.now)  # type: ignore[arg-type]
+        said = ", ".join(f"P{p} {o}" for p, o in sorted(offsets.items())) or "nothing"
+        if error is None:
+            self.step(
+                "consumer_commit",
+                c.id,
+                f"{c.id}'s {why} stores group {c.group!r}'s offsets {said} "
+                f"(the next offsets to read) on coordinator B{coordinator}",
+                consumer=c.id,
+            )
+        else:
+            self._error(c, error, f"{c.id}'s {why} of {said} fails: {error}")
+        if wait:
+            self.run_to(self.clock.now + HOP_MS)
+        return error
+
+    def _session_expired(self, cid: str, member: str) -> None:
+        c = self.consumers[cid]
+        g = self.coordinator.groups.get(c.group) if c.group else None
+        if g is None or member not in g.members:
+            return
+        self._leave(c.group, member)  # type: ignore[arg-type]
+        self.step(
+            "group_member_expired",
+            "coordinator",
+            f"No heartbeat from {member} for session.timeout.ms={SESSION_TIMEOUT_MS}: the coordinator "
+            f"removes it; group {c.group!r} is {g.state}",
+            consumer=cid,
+        )
+
+    def _leave(self, group_id: str, member: str) -> None:
+        g = self.coordinator.groups[group_id]
+        g.members.discard(member)
+        if not g.members:
+            g.set_state("Empty", self.clock.now)
+
+    # ---------------------------------------------------------------------------------------
+    # helpers
+
+    def _start(self, c: ConsumerProc) -> None:
+        if not c.alive:
+            c.alive = True
+            c.incarnation += 1
+            c.member_id = None
+            c.join_ready_ms = None
+            c.position = {}
+
+    def _stop(self, c: ConsumerProc) -> None:
+        c.alive = False
+        c.member_id = None
+        c.generation = -1
+        c.join_ready_ms = None
+        c.position = {}
+        if c.mode == "subscribe":
+            c.assigned = []
+
+    def _error(self, c: ConsumerProc, error: str, text: str, partition: int | None = None) -> None:
+        c.errors.append({"t_ms": self.clock.now, "error": error})
+        extra: dict[str, Any] = {"consumer": c.id, "error": error}
+        if partition is not None:
+            extra["partition_id"] = partition
+        self.step("consumer_error", c.id, text, **extra)
+
+    # ---------------------------------------------------------------------------------------
+    # results
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "consumers": {
+                cid: {
+                    "alive": c.alive,
+                    "mode": c.mode,
+                    "group": c.group,
+                    "member_id": c.member_id,
+                    "generation": c.generation,
+                    "assigned": list(c.assigned),
+                    "position": _keyed(c.position),
+                    "committed": self._committed(c.group) if c.group else {},
+                }
+                for cid, c in self.consumers.items()
+            },
+            "groups": self.groups(),
+        }
+
+    def _committed(self, group: str) -> dict[str, int]:
+        g = self.coordinator.groups.get(group)
+        if g is None:
+            return {}
+        return {str(p): commit.offset for (_t, p), commit in sorted(g.offsets.items())}
+
+    def groups(self) -> dict[str, Any]:
+        out = {}
+        for gid, g in sorted(self.coordinator.groups.items()):
+            owners = sorted(self.member_owner[m] for m in g.members if m in self.member_owner)
+            members = {cid: list(self.consumers[cid].assigned) for cid in owners}
+            out[gid] = {
+                "state": g.state,
+                "generation": g.generation,
+                "protocol": "eager",
+                "leader": next(iter(members), None),
+                "members": members,
+                "committed": self._committed(gid),
+                "coordinator": self.coordinator_broker(gid),
+                "offsets_partition": offsets_partition_for(gid, self.offsets_partitions),
+                "history": list(self.history.get(gid, [])),
+            }
+        return out
+
+    def result(self) -> dict[str, Any]:
+        return {
+            "polls": self.polls,
+            "commits": self.commits,
+            "consumers": {
+                cid: {
+                    "alive": c.alive,
+                    "member_id": c.member_id,
+                    "generation": c.generation,
+                    "assigned": list(c.assigned),
+                    "position": _keyed(c.position),
+                    "received": c.received,
+                    "errors": c.errors,
+                }
+                for cid, c in self.consumers.items()
+            },
+            "groups": self.groups(),
+        }
+
+
+def _keyed(offsets: dict[int, int]) -> dict[str, int]:
+    """Offsets by partition, keyed by the partition number as a string (JSON object keys)."""
+    return {str(p): o for p, o in sorted(offsets.items())}

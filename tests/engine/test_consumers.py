@@ -1,0 +1,389 @@
+"""Consumers and committed offsets (issue 10): the canonical scenarios of kafka-clients-logs.md
+§F.A and §F.B that the engine can express today, each named after the scenario it reproduces.
+
+Retention by time and size (A3, A4), segment rolls (A2), ListOffsets by time (A7) and offset
+expiry after days (B4) need segments and idle-time skipping in the simulator: not here yet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from engine import ScenarioError, simulate
+
+
+def one_broker(
+    consumers: list[dict[str, Any]], actions: list[dict[str, Any]], **topic: Any
+) -> dict[str, Any]:
+    """One broker, RF=1, so HW = LEO right after each append (the §F conventions)."""
+    return {
+        "brokers": [{"id": 1}],
+        "topic": {"replication.factor": 1, **topic},
+        "consumers": consumers,
+        "actions": actions,
+    }
+
+
+def produce(n: int, prefix: str = "v", start: int = 0) -> list[dict[str, Any]]:
+    """n records in batches of at most 1,000 (the per-produce cap), then settle."""
+    out: list[dict[str, Any]] = []
+    i = start
+    while i < start + n:
+        k = min(1_000, start + n - i)
+        out.append({"do": "produce", "records": [f"{prefix}{j}" for j in range(i, i + k)]})
+        i += k
+    return [*out, {"do": "settle"}]
+
+
+def poll(cid: str = "c0", ms: int = 5_000, **extra: Any) -> dict[str, Any]:
+    return {"do": "poll", "consumer": cid, "timeout_ms": ms, **extra}
+
+
+def offsets_of(p: dict[str, Any]) -> list[int]:
+    return [r["offset"] for r in p["records"]]
+
+
+# ------------------------------------------------------------------------------------------
+# F.A1 Offsets and the two reset policies
+
+
+@pytest.mark.parametrize(("reset", "first"), [("latest", []), ("earliest", [0, 1, 2])])
+def test_A1_offsets_and_the_two_reset_policies(reset, first):
+    """v0-v2 get offsets 0-2, LEO = HW = 3, log start 0. A new group with `latest` starts at 3 and
+    gets nothing; with `earliest` it gets 0, 1, 2. The commit stores 3 (the next offset to read),
+    and a restart resumes at 3 whatever the reset policy."""
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": reset, "enable.auto.commit": False}
+    r = simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(3),
+                {"do": "subscribe", "consumer": "c0"},
+                poll(),
+                {"do": "commit", "consumer": "c0"},
+                {"do": "shutdown", "consumer": "c0"},
+                *produce(1, start=3),
+                {"do": "restart", "consumer": "c0"},
+                poll(),
+            ],
+        )
+    )
+    p0 = r["partitions"][0]
+    assert [e["offset"] for e in p0["log"]] == [0, 1, 2, 3] and p0["log_start_offset"] == 0
+    assert offsets_of(r["polls"][0]) == first
+    assert r["commits"] == [{"consumer": "c0", "offsets": {"0": 3}, "outcome": "ok", "error": None}]
+    assert r["groups"]["g"]["committed"] == {"0": 3}
+    # the committed offset decides, not auto.offset.reset: the restarted process reads offset 3
+    assert offsets_of(r["polls"][1]) == [3]
+    assert r["consumers"]["c0"]["position"] == {"0": 4}
+
+
+def test_A1_a_crashed_member_blocks_the_next_join_until_its_session_times_out():
+    """A crash sends no LeaveGroup: the group keeps the dead member until session.timeout.ms
+    (45 s) passes, so the restarted process's join completes only then (KIP-735's default)."""
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    r = simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(3),
+                {"do": "subscribe", "consumer": "c0"},
+                poll(),
+                {"do": "commit", "consumer": "c0"},
+                {"do": "crash", "consumer": "c0"},
+                {"do": "restart", "consumer": "c0"},
+                poll(ms=10_000),
+                poll(ms=60_000),
+            ],
+        ),
+        steps=True,
+    )
+    crash_at = next(s["t_ms"] for s in r["steps"] if s["kind"] == "consumer_crash")
+    expired = next(s for s in r["steps"] if s["kind"] == "group_member_expired")
+    assert expired["t_ms"] == crash_at + 45_000
+    assert r["polls"][1]["records"] == []  # still waiting for the old member to go
+    joins = [s for s in r["steps"] if s["kind"] == "consumer_join"]
+    assert len(joins) == 2 and joins[1]["t_ms"] > expired["t_ms"]
+    assert r["groups"]["g"]["generation"] == 2 and r["groups"]["g"]["state"] == "Stable"
+    assert [h["generation"] for h in r["groups"]["g"]["history"]] == [1, 2]
+
+
+# ------------------------------------------------------------------------------------------
+# F.A5 A consumer falls behind the log start offset
+
+
+@pytest.mark.parametrize(
+    ("reset", "position", "error"),
+    [("earliest", 50, None), ("latest", 60, None), ("none", None, "OFFSET_OUT_OF_RANGE")],
+)
+def test_A5_a_consumer_falls_behind_the_log_start(reset, position, error):
+    """Group G committed 40; the log start moves to 50 (here by DeleteRecords, which moves it as
+    retention does). A fetch at 40 gets OFFSET_OUT_OF_RANGE; `earliest` seeks to 50 (40-49 are
+    lost to G, no error surfaced), `latest` seeks to the HW (everything up to it is skipped),
+    `none` makes poll() throw. The committed offset stays 40: the broker never re-checks it."""
+    c0 = {"id": "c0", "group.id": "G", "auto.offset.reset": reset, "enable.auto.commit": False}
+    r = simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(60),
+                {"do": "assign", "consumer": "c0", "partitions": [0]},
+                {"do": "commit", "consumer": "c0", "offsets": {"0": 40}},
+                {"do": "delete_records", "partition": 0, "offset": 50},
+                poll(max_records=5),
+            ],
+        ),
+        steps=True,
+    )
+    assert r["partitions"][0]["log_start_offset"] == 50
+    assert any(s["kind"] == "consumer_out_of_range" and "offset 40" in s["text"] for s in r["steps"])
+    assert r["polls"][0]["error"] == error
+    if position is None:
+        assert r["polls"][0]["records"] == []
+        assert r["consumers"]["c0"]["errors"][-1]["error"] == "OFFSET_OUT_OF_RANGE"
+    elif position == 50:
+        assert offsets_of(r["polls"][0]) == [50, 51, 52, 53, 54]
+    else:
+        assert r["polls"][0]["records"] == [] and r["consumers"]["c0"]["position"] == {"0": 60}
+    assert r["groups"]["G"]["committed"] == {"0": 40}
+
+
+# ------------------------------------------------------------------------------------------
+# F.A6 DeleteRecords inside a segment
+
+
+def test_A6_delete_records_moves_the_log_start_and_reads_below_it_fail():
+    """deleteRecords(p0, 55) sets the log start offset to 55: a fetch at 52 gets
+    OFFSET_OUT_OF_RANGE, and the earliest offset (seek to the beginning, ListOffsets EARLIEST)
+    is 55. (Segments are not simulated yet: that the [50..59] segment stays on disk is not shown.)"""
+    c0 = {"id": "c0", "auto.offset.reset": "none"}
+    r = simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(70),
+                {"do": "delete_records", "partition": 0, "offset": 55},
+                {"do": "assign", "consumer": "c0", "partitions": [0]},
+                {"do": "seek", "consumer": "c0", "partition": 0, "offset": 52},
+                poll(max_records=3),
+                {"do": "seek", "consumer": "c0", "partition": 0, "offset": "beginning"},
+                poll(max_records=3),
+            ],
+        )
+    )
+    assert r["partitions"][0]["log_start_offset"] == 55
+    assert r["partitions"][0]["log"][0]["offset"] == 55
+    assert r["polls"][0]["error"] == "OFFSET_OUT_OF_RANGE"
+    assert offsets_of(r["polls"][1]) == [55, 56, 57]
+
+
+def test_delete_records_above_the_high_watermark_is_refused():
+    r = simulate(
+        one_broker([], [*produce(5), {"do": "delete_records", "partition": 0, "offset": 9}]), steps=True
+    )
+    assert r["partitions"][0]["log_start_offset"] == 0
+    assert "OFFSET_OUT_OF_RANGE" in [s for s in r["steps"] if s["kind"] == "admin_delete_records"][0]["text"]
+
+
+# ------------------------------------------------------------------------------------------
+# F.B Committed offsets
+
+
+def _restart_after(mid: list[dict[str, Any]], **consumer: Any) -> dict[str, Any]:
+    c0 = {
+        "id": "c0",
+        "group.id": "g",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        **consumer,
+    }
+    return simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(10),
+                {"do": "subscribe", "consumer": "c0"},
+                poll(max_records=5),
+                *mid,
+                {"do": "crash", "consumer": "c0"},
+                {"do": "restart", "consumer": "c0"},
+                poll(ms=60_000, max_records=5),
+            ],
+        )
+    )
+
+
+def test_B1_process_then_commit_is_at_least_once():
+    """poll() returns 0-4; the app processes them and crashes before commitSync(): the restarted
+    process starts from the last committed offset (none, so `earliest`: 0) and gets 0-4 again."""
+    r = _restart_after([])
+    assert offsets_of(r["polls"][0]) == offsets_of(r["polls"][1]) == [0, 1, 2, 3, 4]
+    assert [x["offset"] for x in r["consumers"]["c0"]["received"]] == [0, 1, 2, 3, 4] * 2
+
+
+def test_B2_commit_then_process_is_at_most_once():
+    """poll() returns 0-4; commitSync() stores 5; the app crashes while processing offset 2: the
+    restart begins at 5, so 2-4 are never processed."""
+    r = _restart_after([{"do": "commit", "consumer": "c0"}])
+    assert r["commits"][0]["offsets"] == {"0": 5}
+    assert offsets_of(r["polls"][1]) == [5, 6, 7, 8, 9]
+
+
+def test_B3_auto_commit_happens_inside_poll_with_the_previous_polls_positions():
+    """Defaults (auto-commit every 5 s). The assignment restarts the timer; poll() returns 0-499;
+    2 s later poll() returns 500-999 and commits nothing; at 5.5 s poll() first commits {p0: 1000}
+    (what the previous poll reached), then returns 1000-1499. A crash at 6 s while processing 1200:
+    the restart begins at 1000 and gets 1000-1199 again. Nothing is lost."""
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest"}
+    r = simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(2_000),
+                {"do": "subscribe", "consumer": "c0"},
+                poll(),
+                {"do": "stall", "consumer": "c0", "ms": 2_000},
+                poll(),
+                {"do": "stall", "consumer": "c0", "ms": 3_500},
+                poll(),
+                {"do": "stall", "consumer": "c0", "ms": 500},
+                {"do": "crash", "consumer": "c0"},
+                {"do": "restart", "consumer": "c0"},
+                poll(ms=60_000, max_records=200),
+            ],
+        ),
+        steps=True,
+    )
+    assert [(offsets_of(p)[0], offsets_of(p)[-1]) for p in r["polls"]] == [
+        (0, 499), (500, 999), (1000, 1499), (1000, 1199)
+    ]  # fmt: skip
+    join = next(s["t_ms"] for s in r["steps"] if s["kind"] == "consumer_join")
+    commits = [s for s in r["steps"] if s["kind"] == "consumer_commit"]
+    assert len(commits) == 1 and "P0 1000" in commits[0]["text"]
+    assert 5_000 <= commits[0]["t_ms"] - join < 5_600
+    assert r["commits"] == []  # auto-commits are not commit actions
+
+
+def test_B5_where_the_group_lives():
+    """group.id `orders` -> __consumer_offsets partition 31 (Java hashCode, abs, mod 50). Its
+    coordinator is the broker leading that partition; when that broker dies, another replica's
+    broker takes over."""
+    c0 = {"id": "c0", "group.id": "orders", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    sc = {
+        "topic": {"replication.factor": 3},
+        "consumers": [c0],
+        "actions": [
+            *produce(2),
+            {"do": "subscribe", "consumer": "c0"},
+            poll(),
+            {"do": "commit", "consumer": "c0"},
+        ],
+    }
+    r = simulate(sc)
+    g = r["groups"]["orders"]
+    assert g["offsets_partition"] == 31 and g["committed"] == {"0": 2}
+    first = g["coordinator"]
+    sc["actions"] += [
+        {"do": "crash", "broker": first},
+        {"do": "commit", "consumer": "c0", "offsets": {"0": 1}},
+    ]
+    r = simulate(sc)
+    assert r["groups"]["orders"]["coordinator"] not in (None, first)
+    assert r["groups"]["orders"]["committed"] == {"0": 1}
+
+
+def test_B6_commits_can_go_backwards():
+    """commitSync({p0: 100}) then commitSync({p0: 50}): the committed offset is 50 (last write
+    wins; the broker checks no order), so a restart reprocesses from 50."""
+    r = _restart_after(
+        [
+            {"do": "commit", "consumer": "c0", "offsets": {"0": 100}},
+            {"do": "commit", "consumer": "c0", "offsets": {"0": 8}},
+        ]
+    )
+    assert [c["offsets"] for c in r["commits"]] == [{"0": 100}, {"0": 8}]
+    assert r["groups"]["g"]["committed"] == {"0": 8}
+    assert offsets_of(r["polls"][1]) == [8, 9]
+
+
+# ------------------------------------------------------------------------------------------
+# the consumer API's edges
+
+
+def test_a_consumer_without_a_group_id_cannot_commit_or_subscribe():
+    r = simulate(
+        one_broker(
+            [{"id": "c0"}],
+            [
+                *produce(2),
+                {"do": "subscribe", "consumer": "c0"},
+                poll(),
+                {"do": "commit", "consumer": "c0"},
+            ],
+        )
+    )
+    assert r["polls"][0]["error"] == "InvalidGroupIdException"
+    assert r["commits"][0]["error"] == "InvalidGroupIdException"
+
+
+def test_assign_with_a_group_id_commits_to_a_simple_group_that_keeps_its_offsets():
+    """assign() consumers commit with generation -1: the coordinator creates a 'simple' group."""
+    c0 = {"id": "c0", "group.id": "s", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    r = simulate(
+        one_broker(
+            [c0],
+            [
+                *produce(4),
+                {"do": "assign", "consumer": "c0", "partitions": [0]},
+                poll(),
+                {"do": "commit", "consumer": "c0"},
+            ],
+        )
+    )
+    assert r["groups"]["s"]["committed"] == {"0": 4} and r["groups"]["s"]["state"] == "Empty"
+
+
+def test_several_partitions_one_consumer_reads_each_in_order():
+    """Ordering holds within a partition only: one member owns every partition and reads each
+    partition's records in offset order."""
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    keys = ["alice", "bob", "carol", "alice", "carol"]
+    actions = [{"do": "produce", "records": [f"r{i}"], "key": k} for i, k in enumerate(keys)]
+    r = simulate(
+        {
+            "topic": {"replication.factor": 3, "partitions": 3},
+            "consumers": [c0],
+            "actions": [*actions, {"do": "settle"}, {"do": "subscribe", "consumer": "c0"}, poll()],
+        }
+    )
+    got = r["polls"][0]["records"]
+    assert sorted(x["record"] for x in got) == [f"r{i}" for i in range(5)]
+    for p in range(3):
+        mine = [x["offset"] for x in got if x["partition"] == p]
+        assert mine == sorted(mine) == list(range(len(mine)))
+    # C1: alice and bob -> p0, carol -> p2 (murmur2 of the key)
+    assert {x["key"]: x["partition"] for x in got} == {"alice": 0, "bob": 0, "carol": 2}
+    assert r["consumers"]["c0"]["assigned"] == [0, 1, 2]
+
+
+def test_unknown_consumers_and_partitions_get_clear_problems():
+    with pytest.raises(ScenarioError) as e:
+        simulate(
+            one_broker([{"id": "c0"}], [poll("c9"), {"do": "assign", "consumer": "c0", "partitions": [3]}])
+        )
+    paths = {p["path"]: p["message"] for p in e.value.problems}
+    assert "c9" in paths["actions[0].consumer"] and "c0" in paths["actions[0].consumer"]
+    assert "partition" in paths["actions[1].partitions[0]"]
+
+
+def test_a_second_live_member_is_refused_until_rebalancing_exists():
+    consumers = [{"id": c, "group.id": "g"} for c in ("c0", "c1")]
+    actions = [{"do": "subscribe", "consumer": c} for c in ("c0", "c1")] + [poll("c0"), poll("c1")]
+    with pytest.raises(ScenarioError, match="several members"):
+        simulate(one_broker(consumers, actions))
+
+
+def test_a_scenario_without_consumers_keeps_its_result_shape():
+    r = simulate({"actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]})
+    assert "polls" not in r and "partitions" not in r
