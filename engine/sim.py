@@ -272,7 +272,9 @@ class Clock:
     the whole cluster. `steps` numbers the steps of the whole run in the order they happened.
     """
 
-    __slots__ = ("now", "q", "tick", "events", "steps", "limits", "budget", "stale")
+    __slots__ = (
+        "now", "q", "tick", "events", "steps", "limits", "budget", "stale", "sims", "skips", "skipped_ms"
+    )
 
     def __init__(self, limits: Limits) -> None:
         self.now = 0
@@ -283,6 +285,9 @@ class Clock:
         self.limits = limits
         self.budget = _budget.current()
         self.stale: list[Sim] = []  # partitions changed by a step told by another (see Sim.step)
+        self.sims: list[Sim] = []  # set when idle time may be skipped (skip_idle)
+        self.skips = 0
+        self.skipped_ms = 0
 
     def refresh_stale(self) -> None:
         for sim in self.stale:
@@ -301,7 +306,11 @@ class Clock:
         # one comparison per event: `mark` is the next event count at which to look at the
         # budget (the event cap, or the next deadline/cancel check, whichever comes first)
         mark = min(max_events + 1, self.events + check_every)
+        next_idle_check = self.now + IDLE_CHECK_MS if self.sims else cap + 1
         while q and q[0][0] <= t_end:
+            if q[0][0] >= next_idle_check:
+                self.skip_idle(t_end)
+                next_idle_check = q[0][0] + IDLE_CHECK_MS
             t, _, owner, fn, args = pop(q)
             self.now = owner.now = t
             fn(*args)
@@ -326,6 +335,47 @@ class Clock:
                 "use fewer or shorter advance/settle actions",
             )
         self.now = max(self.now, t_end)
+
+    def skip_idle(self, t_end: int) -> None:
+        """Jump over simulated time in which a quiet cluster only repeats its housekeeping.
+
+        Quiet (Sim.quiet_for_skip): nothing to produce, every replica in sync, every broker
+        registered and in touch, so each pending event of the replication engine is a heartbeat,
+        an empty fetch or a periodic check that changes nothing. Those events, and the times the
+        engine compares them with, move forward together by the jump; the cluster's next events
+        are the same ones, later. What must happen at its own time (a consumer's timer, the end of
+        the action) is not moved: the jump stops IDLE_MARGIN_MS before the first of them, and the
+        engine runs normally from there. Days of idle time then cost a few hundred events."""
+        sims = self.sims
+        wake = t_end
+        for t, _tick, owner, _fn, _args in self.q:
+            if owner.__class__ is not Sim and t < wake:
+                wake = t
+        delta = wake - IDLE_MARGIN_MS - self.now
+        if delta < IDLE_MARGIN_MS or not all(sim.quiet_for_skip() for sim in sims):
+            return
+        moved = []
+        for t, tick, owner, fn, args in self.q:
+            if owner.__class__ is Sim:
+                if fn.__func__ is _DELIVER:
+                    args = (*args[:7], args[7] + delta)  # sent_ms moves with the message
+                t += delta
+            moved.append((t, tick, owner, fn, args))
+        heapq.heapify(moved)
+        self.q[:] = moved
+        for sim in sims:
+            sim.shift_clocks(delta)
+        self.now += delta
+        for sim in sims:
+            sim.now = self.now
+        self.skips += 1
+        self.skipped_ms += delta
+
+
+# Idle-time skipping (Clock.skip_idle): how often a run looks for a quiet cluster, and how much
+# simulated time it leaves to run normally before the next event that must happen at its own time
+IDLE_CHECK_MS = 1_000
+IDLE_MARGIN_MS = 30_000
 
 
 class Sim:
@@ -2448,6 +2498,54 @@ class Sim:
     # ---------------------------------------------------------------------------------------
     # settle
 
+    def quiet_for_skip(self) -> bool:
+        """True when this partition's pending events are all housekeeping that changes nothing
+        (Clock.skip_idle): settled, led by a live leader with every live replica in its ISR, no
+        broker between states, no network cut, no preferred-leader move due."""
+        if self.cut or not self.settled() or self.awaiting_failover():
+            return False
+        c = self.ctl
+        if c.leader == NO_LEADER:
+            return False
+        L = self.brokers[c.leader]
+        if not L.alive or L.role != "leader":
+            return False
+        for bid, br in self.brokers.items():
+            r = c.reg[bid]
+            if br.parked:
+                return False
+            if br.alive:
+                if r.fenced or not r.registered or r.shutting or br.pending is not None or br.zk_fail:
+                    return False
+                if bid in self.replicas and (bid not in c.isr or not br.fetching or br.leader_id != L.id):
+                    return False
+            elif not r.fenced:
+                return False  # a dead broker not yet fenced: the session check is still to come
+        if self.cfg.auto_rebalance and self.replicas[0] != c.leader and self.brokers[self.replicas[0]].alive:
+            return False
+        for _t, _tick, owner, fn, args in self.clock.q:
+            if owner is self:
+                f = fn.__func__
+                if f is _DELIVER:
+                    f = args[3].__func__
+                if f not in _HOUSEKEEPING:
+                    return False
+        return True
+
+    def shift_clocks(self, delta: int) -> None:
+        """Move the times a quiet partition compares its housekeeping with by `delta` (see
+        Clock.skip_idle): last heartbeats, followers' last fetches, parked fetches."""
+        for bid, br in self.brokers.items():
+            if not br.alive:
+                continue
+            self.ctl.reg[bid].last_hb += delta
+            for st in br.fstate.values():
+                st.last_fetch_time += delta
+                if st.last_caught_up != NEVER:
+                    st.last_caught_up += delta
+            for fid, (gen, offset, at, until) in list(br.parked_fetch.items()):
+                br.parked_fetch[fid] = (gen, offset, at + delta, until + delta)
+
     def settled(self) -> bool:
         if self.pending_batches:
             return False
@@ -2879,6 +2977,31 @@ _LIFECYCLE_API: dict[Any, str] = {
 }
 
 
+_DELIVER = Sim._deliver
+# The events of a quiet cluster (Sim.quiet_for_skip): heartbeats, fetches that find nothing new,
+# periodic checks with nothing to do, and the timeouts of requests already answered (a quiet
+# partition has no batch without an outcome and nothing in purgatory)
+_HOUSEKEEPING = frozenset(
+    {
+        Sim._producer_error,
+        Sim._producer_expire,
+        Sim._producer_expire_held,
+        Sim._expire_produce,
+        Sim._broker_heartbeat,
+        Sim._ctl_heartbeat,
+        Sim._ctl_session_check,
+        Sim._follower_fetch,
+        Sim._follower_fetch_retry,
+        Sim._leader_on_fetch,
+        Sim._follower_on_response,
+        Sim._fetch_expire,
+        Sim._isr_expiration_tick,
+        Sim._ctl_rebalance_tick,
+        Sim._ctl_unclean_tick,
+    }
+)
+
+
 # Steps about a broker or the operator, which every partition's simulation emits identically; with
 # several partitions they are kept once (from partition 0). Steps that carry records are per partition.
 BROKER_LEVEL_KINDS = frozenset(
@@ -2946,6 +3069,7 @@ def run(
         for sim in sims:
             sim.part2 = True
         sims[0].clients = clients
+        clock.sims = sims  # part-2 runs may last days: skip the idle stretches
     for sim in sims:
         sim.start()
     action_t_ms = _drive(cfg, clock, sims, clients)

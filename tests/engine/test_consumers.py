@@ -387,3 +387,23 @@ def test_a_second_live_member_is_refused_until_rebalancing_exists():
 def test_a_scenario_without_consumers_keeps_its_result_shape():
     r = simulate({"actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]})
     assert "polls" not in r and "partitions" not in r
+
+
+def test_idle_days_are_skipped_and_the_cluster_carries_on_after_them():
+    """Issue 10: 8 simulated days must run fast. A quiet cluster's housekeeping (heartbeats, empty
+    fetches, periodic checks) is skipped over; after the jump replication, membership and
+    consumers go on as before: the ISR is whole, no broker was fenced, the next record is read."""
+    from engine import Limits
+
+    day = 86_400_000
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    actions = [*produce(2), {"do": "subscribe", "consumer": "c0"}, poll(), {"do": "commit", "consumer": "c0"}]
+    actions += [{"do": "advance", "ms": 3_600_000}] * (8 * 24)
+    actions += [{"do": "produce", "records": ["late"]}, {"do": "settle"}, poll()]
+    sc = {"topic": {"replication.factor": 3, "min.insync.replicas": 2}, "consumers": [c0], "actions": actions}
+    r = simulate(sc, steps=True, limits=Limits(max_sim_ms=10 * day, max_actions=1_000))
+    assert r["steps"][-1]["t_ms"] > 8 * day
+    assert [x["record"] for p in r["polls"] for x in p["records"]] == ["v0", "v1", "late"]
+    assert r["produce"][-1]["outcome"] == "acked"
+    assert r["final"]["partition"]["isr"] == [1, 2, 3]
+    assert not any(s["kind"].startswith("controller_") for s in r["steps"])
