@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from .offsets import DAY_MS, OFFSETS_TOPIC_PARTITIONS
 from .segments import RetentionSchedule
 
+DEFAULT_TOPIC = "t"  # topic.name
+DEFAULT_PRODUCER_ID = "producer"  # the id of part 1's single `producer`
+# the most in-flight requests an idempotent producer may have (ProducerConfig; 1 in 0.11)
+MAX_IN_FLIGHT_IDEMPOTENT = 5
+
 # The producer's retry backoff ceiling (`retry.backoff.max.ms`, 1000 since 3.7, KIP-580); not a
 # scenario key.
 RETRY_BACKOFF_MAX_MS = 1_000
