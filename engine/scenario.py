@@ -571,6 +571,8 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
 
 def _clean_message(msg: str) -> str:
     msg = msg.replace("Input should be", "must be").replace("Extra inputs are not permitted", "unknown field")
+    if msg.startswith("String should match pattern") and CLIENT_ID_RE in msg:
+        return "an id is letters, digits, '.', '_' and '-', starting with a letter or a digit"
     if msg.startswith("Input tag "):
         tag = msg.split("'")[1] if "'" in msg else "?"
         return f"unknown action {tag!r}; known actions: {', '.join(sorted(_ACTION_TAGS))}"
