@@ -1074,3 +1074,37 @@ def test_validate_accepts_a_full_part2_scenario():
     cfg = cfg_of(doc)
     assert [c.id for c in cfg.consumers] == ["c0", "c1"] and cfg.producers[0].transactional
     assert cfg.added_assignments == [[1]]
+
+
+# ------------------------------------------------------------- the engine's promise, part 2 too
+
+RUNNABLE_OR_REFUSED = [
+    with_consumers(*TWO_CONSUMERS, actions=[{"do": "crash", "consumer": "c0"}]),
+    {"producers": [{"id": "app"}], "actions": [{"do": "restart", "producer": "app"}]},
+    with_consumers(*TWO_CONSUMERS, actions=[{"do": "shutdown", "consumer": "c1"}]),
+    {"actions": [{"do": "produce", "records": ["a", None], "key": "k"}, {"do": "settle"}]},
+    with_consumers(
+        *TWO_CONSUMERS, actions=[{"do": "subscribe", "consumer": "c0"}, {"do": "poll", "consumer": "c0"}]
+    ),
+    {
+        "producers": [{"id": "a"}, {"id": "b", "transactional.id": "tx"}],
+        "actions": [
+            {"do": "init_transactions", "producer": "b"},
+            {"do": "produce", "records": ["x"], "producer": "a"},
+        ],
+    },
+    {"topic": {"partitions": 2, "replication.factor": 3}, "actions": [{"do": "add_partitions", "count": 3}]},
+    {"actions": [{"do": "produce", "records": ["a"], "bytes": 100, "timestamp_ms": 7}, {"do": "settle"}]},
+]
+
+
+@pytest.mark.parametrize("doc", RUNNABLE_OR_REFUSED, ids=range(len(RUNNABLE_OR_REFUSED)))
+def test_a_valid_part2_scenario_runs_or_is_refused_never_a_traceback(doc):
+    """engine.simulate raises ScenarioError and nothing else, for part-2 input too, whether or not
+    the simulator runs that part yet."""
+    try:
+        result = engine.simulate(doc)
+    except ScenarioError as exc:
+        assert exc.problems and all(p["message"] for p in exc.problems)
+    else:
+        assert isinstance(result, dict)
