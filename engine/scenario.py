@@ -1004,7 +1004,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         proposals.append("KIP-250")
         if t.quorum_required_acks is not None and t.quorum_required_acks > len(replicas):
             bad("topic.quorum.required.acks", "quorum.required.acks cannot exceed the replication factor")
-    if producers and producers[0].acks == "min_isr":
+    if any(p.acks == "min_isr" for p in producers):
         proposals.append("KIP-926")
 
     long = uses_long_time(sc)
