@@ -74,6 +74,33 @@ def describe(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     return {"kafka_version": cfg.profile.version, "proposals": list(cfg.proposals)}
 
 
+def _refuse_unsimulated(cfg: Any) -> None:
+    """The contract's part 2 is parsed in full (engine/scenario.py); what the simulator does not
+    run yet is refused here with a clear problem, never run half-way. Each line goes when the
+    simulator learns it (issues 10 and 12)."""
+    if len(cfg.producers) > 1:
+        raise problem("producers", "several producer processes are not simulated yet; use one")
+    for i, c in enumerate(cfg.consumers):
+        if c.loop_ms is not None:
+            raise problem(f"consumers[{i}].loop_ms", "a poll loop (loop_ms) is not simulated yet: use poll")
+    later = {
+        "add_partitions": "adding partitions",
+        "init_transactions": "transactions",
+        "begin_transaction": "transactions",
+        "commit_transaction": "transactions",
+        "abort_transaction": "transactions",
+    }
+    for i, a in enumerate(cfg.actions):
+        if a.do in later:
+            raise problem(f"actions[{i}].do", f"{a.do}: {later[a.do]} is not simulated yet")
+        if a.do in ("crash", "shutdown", "restart") and getattr(a, "producer", None) is not None:
+            raise problem(f"actions[{i}].producer", f"{a.do} of a producer process is not simulated yet")
+        if a.do == "produce" and a.records is not None and None in a.records:
+            raise problem(f"actions[{i}].records", "tombstones (null records) are not simulated yet")
+        if a.do == "produce" and a.lose_response:
+            raise problem(f"actions[{i}].lose_response", "a lost produce response is not simulated yet")
+
+
 def simulate(
     scenario: Any,
     *,
@@ -99,6 +126,7 @@ def simulate(
         raise problem("at_step", "at_step is a whole number, 0 or more")
     sc = scenario if isinstance(scenario, Scenario) else parse(scenario, limits)
     cfg = resolve(sc, limits)
+    _refuse_unsimulated(cfg)
     try:
         with _gc_paused():
             return _sim.run(

@@ -124,6 +124,9 @@ class RunBudget:
             for name in ("max_events", "max_sim_ms", "max_steps")
             if (mine := getattr(self, name)) is not None and mine < getattr(limits, name)
         }
+        # the budget's max_sim_ms bounds every scenario, part-2 ones (max_sim_ms_long) included
+        if self.max_sim_ms is not None and self.max_sim_ms < limits.max_sim_ms_long:
+            lowered["max_sim_ms_long"] = self.max_sim_ms
         return replace(limits, **lowered) if lowered else limits
 
     def check(self) -> None:

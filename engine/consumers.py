@@ -19,22 +19,22 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .clients_spec import ConsumerConfig
 from .offsets import NO_OFFSET, Coordinator, Group, offsets_partition_for
-from .scenario import ConsumerSpec, problem
+from .scenario import problem
 
 if TYPE_CHECKING:
     from .sim import Clock, Sim
 
 HOP_MS = 1  # one network hop, as NETWORK_DELAY_MS in the replication engine
 FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty fetch
-SESSION_TIMEOUT_MS = 45_000  # session.timeout.ms (4.x default)
 
 
 @dataclass
 class ConsumerProc:
     """One consumer process: what `SubscriptionState` and `ConsumerCoordinator` hold."""
 
-    spec: ConsumerSpec
+    spec: ConsumerConfig
     alive: bool = False
     mode: str | None = None  # "subscribe" | "assign" | None (neither yet)
     incarnation: int = 0  # bumps on every start and stop: stale timers check it
@@ -61,13 +61,14 @@ class Clients:
 
     def __init__(
         self,
-        consumers: list[ConsumerSpec],
+        consumers: tuple[ConsumerConfig, ...],
         clock: Clock,
         sims: list[Sim],
         *,
         topic: str,
         initial_rebalance_delay_ms: int,
         offsets_partitions: int,
+        offsets_retention_ms: int,
     ) -> None:
         self.clock = clock
         self.sims = sims
@@ -75,7 +76,7 @@ class Clients:
         self.topic = topic
         self.initial_delay_ms = initial_rebalance_delay_ms
         self.offsets_partitions = offsets_partitions
-        self.coordinator = Coordinator()
+        self.coordinator = Coordinator(retention_ms=offsets_retention_ms)
         self.consumers = {c.id: ConsumerProc(c) for c in consumers}
         self.polls: list[dict[str, Any]] = []
         self.commits: list[dict[str, Any]] = []
@@ -250,7 +251,7 @@ class Clients:
             consumer=cid,
         )
         if member is not None:
-            self.expiry[member] = self.clock.now + SESSION_TIMEOUT_MS
+            self.expiry[member] = self.clock.now + c.spec.session_timeout_ms
             self.at(self.expiry[member], self._session_expired, cid, member)
 
     def shutdown(self, cid: str) -> None:
@@ -526,7 +527,7 @@ class Clients:
         self.step(
             "group_member_expired",
             "coordinator",
-            f"No heartbeat from {member} for session.timeout.ms={SESSION_TIMEOUT_MS}: the coordinator "
+            f"No heartbeat from {member} for session.timeout.ms={c.spec.session_timeout_ms}: the coordinator "
             f"removes it; group {c.group!r} is {g.state}",
             consumer=cid,
         )

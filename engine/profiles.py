@@ -66,6 +66,14 @@ class Profile:
     # did, KRaft ignored the setting before 3.9 (KAFKA-12670; kafka-claims-verified.md claim 8), so
     # a KRaft 3.6 cluster only elects uncleanly through the admin API
     topic_unclean_config: bool = True
+    # the smallest segment.bytes the broker accepts: LegacyRecord.RECORD_OVERHEAD_V0 (14) until 4.0
+    # raised it to 1 MiB (KIP-1030); the scenario accepts smaller sizes (scenes scale sizes down)
+    # and says so in its notes
+    min_segment_bytes: int = 14
+    # 4.0 (KAFKA-17927): a producer whose idempotence is on by default refuses
+    # max.in.flight.requests.per.connection > 5 (ConfigException); before, idempotence was silently
+    # switched off
+    idempotence_refuses_max_in_flight: bool = False
 
 
 # Each profile is written as the one before it plus what changed, so the file reads as the
@@ -153,6 +161,8 @@ _V4_1 = replace(
     periodic_unclean_check=True,  # 3.9 deferred, 4.0 periodic (KAFKA-12670, KAFKA-17793)
     fenced_keeps_session=True,  # 4.1 (KAFKA-19130 took back the quick re-registration)
     topic_unclean_config=True,  # 3.9 (KAFKA-12670)
+    min_segment_bytes=1_048_576,  # 4.0 (KIP-1030)
+    idempotence_refuses_max_in_flight=True,  # 4.0 (KAFKA-17927)
 )
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (_V0_8, _V0_10, _V1_1, _V3_6, _V4_1)}

@@ -10,16 +10,34 @@ given?". Every problem becomes a `{"path", "message"}` pair; nothing here raises
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+import re
+from dataclasses import dataclass, field, fields
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .clients_spec import (
+    ASSIGNOR_CLASSES,
+    DEFAULT_PRODUCER_ID,
+    DEFAULT_TOPIC,
+    MAX_IN_FLIGHT_IDEMPOTENT,
+    ConsumerConfig,
+    ProducerConfig,
+    Timing,
+    assignor_short_name,
+)
 from .profiles import PROFILES, RETRIES_MAX, Profile
+from .segments import INT_MAX, LONG_MAX, LogConfig
 
 # Caps for untrusted input. Trusted callers (benchmarks, the offline pipeline) may pass their own.
 MAX_ACTIONS = 500
 MAX_SIM_MS = 3_600_000  # one simulated hour
+# Scenarios written against part 2 (they define `producers` or `consumers`, or set a log or part-2
+# timing key) may run ten simulated days: offset expiry (offsets.retention.minutes, 7 days) and
+# tombstone horizons need more than a week. The engine skips idle time there; the event cap
+# (MAX_EVENTS) still bounds the work. Part-1-only scenarios keep the hour: the part-1 engine steps
+# through every fetch and heartbeat, so days of it would only run into the event cap.
+MAX_SIM_MS_LONG = 10 * 24 * 3_600_000
 MAX_STEPS = 20_000
 MAX_EVENTS = 2_000_000
 MAX_RECORDS_PER_PRODUCE = 1_000
@@ -29,14 +47,17 @@ MAX_RECORD_COPIES = 200_000
 MAX_RECORD_CHARS = 64
 MAX_BROKERS = 9
 MAX_BROKER_ID = 1_000
-MAX_PARTITIONS = 12
+MAX_PARTITIONS = 12  # topic.partitions and add_partitions' count
+MAX_PRODUCERS = 8
 MAX_CONSUMERS = 12
+MAX_CLIENT_ID_CHARS = 32
 
 
 @dataclass(frozen=True)
 class Limits:
     max_actions: int = MAX_ACTIONS
     max_sim_ms: int = MAX_SIM_MS
+    max_sim_ms_long: int = MAX_SIM_MS_LONG  # see MAX_SIM_MS_LONG for which scenarios get it
     max_steps: int = MAX_STEPS
     max_events: int = MAX_EVENTS
     max_records_per_produce: int = MAX_RECORDS_PER_PRODUCE
@@ -52,7 +73,16 @@ class Limits:
             "max_record_copies": self.max_record_copies,
             "max_brokers": MAX_BROKERS,
             "max_record_chars": MAX_RECORD_CHARS,
+            "max_sim_ms_long": self.max_sim_ms_long,
+            "max_partitions": MAX_PARTITIONS,
+            "max_producers": MAX_PRODUCERS,
+            "max_consumers": MAX_CONSUMERS,
         }
+
+    def sim_ms_cap(self, long: bool) -> int:
+        """The simulated-time cap of one scenario: `max_sim_ms`, or for a part-2 scenario the
+        larger of it and `max_sim_ms_long` (a caller that raised max_sim_ms raises both)."""
+        return max(self.max_sim_ms, self.max_sim_ms_long) if long else self.max_sim_ms
 
 
 DEFAULT_LIMITS = Limits()
@@ -84,6 +114,17 @@ class _Strict(BaseModel):
 
 PosInt = Annotated[int, Field(ge=1)]
 Ms = Annotated[int, Field(ge=1, le=MAX_SIM_MS)]
+# part-2 durations are Kafka ints or longs; the simulated-time cap bounds what a run can reach
+IntMs = Annotated[int, Field(ge=1, le=INT_MAX)]
+LongMs = Annotated[int, Field(ge=1, le=LONG_MAX)]
+# a producer's or consumer's `id` (it names the process in steps and results); references to one
+# in actions are any string, checked in resolve() so a wrong name gets a message that lists the
+# right ones
+CLIENT_ID_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+ClientId = Annotated[str, Field(min_length=1, max_length=MAX_CLIENT_ID_CHARS, pattern=CLIENT_ID_RE)]
+ClientRef = Annotated[str, Field(min_length=1, max_length=64)]
+# transactional.id, group.id, group.instance.id: Kafka's non-empty strings
+KafkaName = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class BrokerSpec(_Strict):
@@ -107,6 +148,25 @@ class TopicSpec(_Strict):
     quorum_required_acks: Annotated[int, Field(ge=1, le=MAX_BROKERS)] | None = Field(
         None, alias="quorum.required.acks"
     )
+    # part 2: the topic's name and its log settings (segments.LogConfig holds the defaults)
+    name: Annotated[str, Field(max_length=300)] | None = None
+    cleanup_policy: Annotated[str, Field(max_length=40)] | None = Field(None, alias="cleanup.policy")
+    # 14 bytes (LegacyRecord.RECORD_OVERHEAD_V0) was Kafka's minimum before 4.0 raised it to 1 MiB;
+    # smaller than the profile's minimum is accepted with a note (scenes scale sizes down)
+    segment_bytes: Annotated[int, Field(ge=14, le=INT_MAX)] | None = Field(None, alias="segment.bytes")
+    segment_ms: LongMs | None = Field(None, alias="segment.ms")
+    retention_ms: Annotated[int, Field(ge=-1, le=LONG_MAX)] | None = Field(None, alias="retention.ms")
+    retention_bytes: Annotated[int, Field(ge=-1, le=LONG_MAX)] | None = Field(None, alias="retention.bytes")
+    min_cleanable_dirty_ratio: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, alias="min.cleanable.dirty.ratio"
+    )
+    delete_retention_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
+        None, alias="delete.retention.ms"
+    )
+    min_compaction_lag_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
+        None, alias="min.compaction.lag.ms"
+    )
+    max_compaction_lag_ms: LongMs | None = Field(None, alias="max.compaction.lag.ms")
 
 
 class ControllerSpec(_Strict):
@@ -127,6 +187,47 @@ class ProducerSpec(_Strict):
     request_timeout_ms: Ms | None = Field(None, alias="request.timeout.ms")
     delivery_timeout_ms: Ms | None = Field(None, alias="delivery.timeout.ms")
     retry_backoff_ms: Annotated[int, Field(ge=1, le=60_000)] | None = Field(None, alias="retry.backoff.ms")
+    # part 2 (also accepted on the part-1 `producer` object)
+    max_in_flight_requests_per_connection: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
+        None, alias="max.in.flight.requests.per.connection"
+    )
+    transactional_id: KafkaName | None = Field(None, alias="transactional.id")
+    transaction_timeout_ms: IntMs | None = Field(None, alias="transaction.timeout.ms")
+    partitioner_ignore_keys: bool | None = Field(None, alias="partitioner.ignore.keys")
+
+
+class ProducerItem(ProducerSpec):
+    """One entry of `producers`: a producer process."""
+
+    id: ClientId
+
+
+AutoOffsetReset = Literal["earliest", "latest", "none"]
+
+
+class ConsumerSpec(_Strict):
+    """One entry of `consumers`: a consumer process (the classic KafkaConsumer)."""
+
+    id: ClientId
+    group_id: KafkaName | None = Field(None, alias="group.id")
+    auto_offset_reset: AutoOffsetReset | None = Field(None, alias="auto.offset.reset")
+    enable_auto_commit: bool | None = Field(None, alias="enable.auto.commit")
+    auto_commit_interval_ms: Annotated[int, Field(ge=0, le=INT_MAX)] | None = Field(
+        None, alias="auto.commit.interval.ms"
+    )
+    partition_assignment_strategy: list[Annotated[str, Field(max_length=100)]] | None = Field(
+        None, alias="partition.assignment.strategy", max_length=len(ASSIGNOR_CLASSES)
+    )
+    group_instance_id: KafkaName | None = Field(None, alias="group.instance.id")
+    session_timeout_ms: IntMs | None = Field(None, alias="session.timeout.ms")
+    heartbeat_interval_ms: IntMs | None = Field(None, alias="heartbeat.interval.ms")
+    max_poll_interval_ms: IntMs | None = Field(None, alias="max.poll.interval.ms")
+    max_poll_records: IntMs | None = Field(None, alias="max.poll.records")
+    isolation_level: Literal["read_uncommitted", "read_committed"] | None = Field(
+        None, alias="isolation.level"
+    )
+    loop_ms: Annotated[int, Field(ge=1, le=MAX_SIM_MS_LONG)] | None = None
+    group_protocol: Literal["classic", "consumer"] | None = Field(None, alias="group.protocol")
 
 
 class TimingSpec(_Strict):
@@ -140,104 +241,85 @@ class TimingSpec(_Strict):
     leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] | None = Field(
         None, alias="leader.imbalance.check.interval.seconds"
     )
+    # part 2 (clients_spec.Timing holds the defaults)
+    log_retention_check_interval_ms: LongMs | None = Field(None, alias="log.retention.check.interval.ms")
+    log_cleaner_backoff_ms: LongMs | None = Field(None, alias="log.cleaner.backoff.ms")
+    group_initial_rebalance_delay_ms: Annotated[int, Field(ge=0, le=INT_MAX)] | None = Field(
+        None, alias="group.initial.rebalance.delay.ms"
+    )
+    group_min_session_timeout_ms: IntMs | None = Field(None, alias="group.min.session.timeout.ms")
+    group_max_session_timeout_ms: IntMs | None = Field(None, alias="group.max.session.timeout.ms")
+    offsets_topic_num_partitions: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
+        None, alias="offsets.topic.num.partitions"
+    )
+    offsets_retention_minutes: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
+        None, alias="offsets.retention.minutes"
+    )
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: IntMs | None = Field(
+        None, alias="transaction.abort.timed.out.transaction.cleanup.interval.ms"
+    )
+    transaction_max_timeout_ms: IntMs | None = Field(None, alias="transaction.max.timeout.ms")
 
 
 RecordName = Annotated[str, Field(min_length=1, max_length=MAX_RECORD_CHARS)]
 BrokerId = Annotated[int, Field(ge=0, le=MAX_BROKER_ID)]
 
 
+PartitionNo = Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)]
+# simulated durations: bounded here only by Java's long; resolve() holds them to the scenario's
+# simulated-time cap and says which cap applies
+SimMs = Annotated[int, Field(ge=0, le=LONG_MAX)]
+
+
 class Produce(_Strict):
     do: Literal["produce"]
-    records: list[RecordName] | None = None
+    # a null entry is a tombstone (the produce needs a key)
+    records: list[RecordName | None] | None = None
     count: Annotated[int, Field(ge=1)] | None = None
     acks: Literal["all", "min.insync.replicas"] | Annotated[int, Field(ge=-32768, le=32767)] | None = None
     key: Annotated[str, Field(max_length=MAX_RECORD_CHARS)] | None = None
     partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)] | None = None
     produce_version: Annotated[int, Field(ge=0, le=11)] | None = None
+    # part 2
+    producer: ClientRef | None = None  # required when the scenario has several producers
+    bytes_: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(None, alias="bytes")
+    timestamp_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = None  # CreateTime; None: now
+    lose_response: bool = False
 
 
 class Advance(_Strict):
     do: Literal["advance"]
-    ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)]
+    ms: SimMs
 
 
 class Settle(_Strict):
     do: Literal["settle"]
-    max_ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)] = 60_000
+    max_ms: SimMs = 60_000
     # not in the contract: first wait until the controller has replaced (fenced) a leader that
     # crashed, stopped or lost the controller, so a late fault plays out ("run until quiet")
     through_failover: bool = False
 
 
-ClientId = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[A-Za-z0-9._-]+$")]
-
-
-class ConsumerSpec(_Strict):
-    """One consumer process (contract part 2). Rebalancing protocols come with part 2's groups."""
-
-    id: ClientId
-    group_id: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(None, alias="group.id")
-    auto_offset_reset: Literal["earliest", "latest", "none"] = Field("latest", alias="auto.offset.reset")
-    enable_auto_commit: bool = Field(True, alias="enable.auto.commit")
-    auto_commit_interval_ms: Ms = Field(5_000, alias="auto.commit.interval.ms")
-    max_poll_records: Annotated[int, Field(ge=1, le=MAX_RECORDS_PER_PRODUCE)] = Field(
-        500, alias="max.poll.records"
-    )
-
-
-class Subscribe(_Strict):
-    do: Literal["subscribe"]
-    consumer: ClientId
-    topics: list[Annotated[str, Field(min_length=1, max_length=249)]] | None = None
-
-
-class Assign(_Strict):
-    do: Literal["assign"]
-    consumer: ClientId
-    partitions: list[Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)]]
-
-
-class Poll(_Strict):
-    do: Literal["poll"]
-    consumer: ClientId
-    max_records: Annotated[int, Field(ge=1, le=MAX_RECORDS_PER_PRODUCE)] | None = None
-    timeout_ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)] = 1_000
-
-
-class Commit(_Strict):
-    do: Literal["commit"]
-    consumer: ClientId
-    offsets: dict[str, Annotated[int, Field(ge=0)]] | None = None
-    async_: bool = Field(False, alias="async")
-
-
-class Seek(_Strict):
-    do: Literal["seek"]
-    consumer: ClientId
-    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)]
-    offset: Annotated[int, Field(ge=0)] | Literal["beginning", "end"]
-
-
-class Stall(_Strict):
-    do: Literal["stall"]
-    consumer: ClientId
-    ms: Annotated[int, Field(ge=0, le=MAX_SIM_MS)]
-
-
-class DeleteRecords(_Strict):
-    do: Literal["delete_records"]
-    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)] = 0
-    offset: Annotated[int, Field(ge=-1)]  # -1: up to the high watermark, as the admin client allows
-
-
 class Crash(_Strict):
+    """A broker, consumer or producer process crashes (exactly one of the three)."""
+
     do: Literal["crash"]
     broker: BrokerId | None = None
-    consumer: ClientId | None = None  # a consumer process crashes instead (it sends nothing)
+    consumer: ClientRef | None = None
+    producer: ClientRef | None = None
     lose_unflushed: bool = False
     # not in the contract's list: the disk is destroyed too (flushed data included); the broker
     # comes back empty, as after a disk replacement
     lose_disk: bool = False
+
+
+class Lifecycle(_Strict):
+    """shutdown / restart of a broker, a consumer or a producer (exactly one of the three)."""
+
+    do: Literal["shutdown", "restart"]
+    broker: BrokerId | None = None
+    consumer: ClientRef | None = None
+    producer: ClientRef | None = None
 
 
 class PowerLoss(_Strict):
@@ -247,9 +329,8 @@ class PowerLoss(_Strict):
 
 
 class BrokerAction(_Strict):
-    do: Literal["shutdown", "restart", "stop_fetching", "resume_fetching", "writeback"]
-    broker: BrokerId | None = None
-    consumer: ClientId | None = None  # shutdown = close(); restart = a new process (contract part 2)
+    do: Literal["stop_fetching", "resume_fetching", "writeback"]
+    broker: BrokerId
 
 
 Party = Literal["controller", "producer"] | BrokerId
@@ -278,9 +359,108 @@ class Elect(_Strict):
     type: Literal["unclean", "preferred"]
 
 
+# ---- part 2: transactions, consumers, topic administration
+
+
+class TransactionAction(_Strict):
+    do: Literal["init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"]
+    producer: ClientRef | None = None  # required when the scenario has several producers
+
+
+class Subscribe(_Strict):
+    do: Literal["subscribe"]
+    consumer: ClientRef
+    topics: list[Annotated[str, Field(max_length=300)]] | None = None  # None: the topic
+
+
+class Assign(_Strict):
+    do: Literal["assign"]
+    consumer: ClientRef
+    partitions: list[PartitionNo]
+
+
+class Poll(_Strict):
+    do: Literal["poll"]
+    consumer: ClientRef
+    max_records: Annotated[int, Field(ge=1, le=INT_MAX)] | None = None
+    timeout_ms: SimMs = 1_000
+
+
+class Commit(_Strict):
+    do: Literal["commit"]
+    consumer: ClientRef
+    offsets: dict[Annotated[str, Field(max_length=8)], Annotated[int, Field(ge=0, le=LONG_MAX)]] | None = None
+    async_: bool = Field(False, alias="async")
+
+
+class Seek(_Strict):
+    do: Literal["seek"]
+    consumer: ClientRef
+    partition: PartitionNo
+    offset: Annotated[int, Field(ge=0, le=LONG_MAX)] | Literal["beginning", "end"]
+
+
+class Stall(_Strict):
+    do: Literal["stall"]
+    consumer: ClientRef
+    ms: Annotated[int, Field(ge=1, le=LONG_MAX)]
+
+
+class AddPartitions(_Strict):
+    do: Literal["add_partitions"]
+    count: Annotated[int, Field(ge=1, le=INT_MAX)]  # the new total; resolve() checks the cap
+
+
+class DeleteRecords(_Strict):
+    do: Literal["delete_records"]
+    partition: PartitionNo
+    # -1 is DeleteRecordsRequest.HIGH_WATERMARK: delete everything below the high watermark
+    offset: Annotated[int, Field(ge=-1, le=LONG_MAX)]
+
+
+_ACTION_MODELS = (
+    Produce,
+    Advance,
+    Settle,
+    Crash,
+    PowerLoss,
+    Lifecycle,
+    BrokerAction,
+    Slow,
+    Isolate,
+    SetConfig,
+    Elect,
+    TransactionAction,
+    Subscribe,
+    Assign,
+    Poll,
+    Commit,
+    Seek,
+    Stall,
+    AddPartitions,
+    DeleteRecords,
+)
 Action = Annotated[
-    Produce | Advance | Settle | Crash | PowerLoss | BrokerAction | Slow | Isolate | SetConfig | Elect
-    | Subscribe | Assign | Poll | Commit | Seek | Stall | DeleteRecords,
+    Produce
+    | Advance
+    | Settle
+    | Crash
+    | PowerLoss
+    | Lifecycle
+    | BrokerAction
+    | Slow
+    | Isolate
+    | SetConfig
+    | Elect
+    | TransactionAction
+    | Subscribe
+    | Assign
+    | Poll
+    | Commit
+    | Seek
+    | Stall
+    | AddPartitions
+    | DeleteRecords,
     Field(discriminator="do"),
 ]
 
@@ -294,7 +474,9 @@ class Scenario(_Strict):
     controller: ControllerSpec = Field(default_factory=ControllerSpec)
     producer: ProducerSpec = Field(default_factory=ProducerSpec)
     timing: TimingSpec = Field(default_factory=TimingSpec)
-    consumers: list[ConsumerSpec] = Field(default_factory=list)
+    # part 2: the client processes (their caps are checked in resolve(), with the caps stated)
+    producers: list[ProducerItem] | None = None
+    consumers: list[ConsumerSpec] | None = None
     actions: list[Action] = Field(default_factory=list)
 
     @field_validator("brokers")
@@ -311,6 +493,9 @@ class Scenario(_Strict):
 
 @dataclass
 class Config:
+    """A scenario with every default filled in. The flat producer fields (acks ... retry_backoff_max_ms)
+    are those of `producers[0]`, as part 1's single producer had them."""
+
     profile: Profile
     seed: int
     brokers: list[tuple[int, str | None]]
@@ -341,37 +526,21 @@ class Config:
     actions: list[Any]
     proposals: list[str] = field(default_factory=list)
     assignments: list[list[int]] = field(default_factory=list)  # replicas of every partition
-    consumers: list[ConsumerSpec] = field(default_factory=list)
-    topic_name: str = "t"
-    initial_rebalance_delay_ms: int = 3_000  # group.initial.rebalance.delay.ms
-    offsets_topic_partitions: int = 50  # offsets.topic.num.partitions
+    # ---- part 2 (scenario-contract-clients.md); a part-1 scenario gets the defaults
+    topic_name: str = DEFAULT_TOPIC
+    log: LogConfig = field(default_factory=LogConfig)  # the topic's log settings, for segments.py
+    timing: Timing = field(default_factory=Timing)  # part-2 broker timings
+    producers: tuple[ProducerConfig, ...] = ()  # in scenario order; part 1's `producer` is ("producer",)
+    consumers: tuple[ConsumerConfig, ...] = ()  # in scenario order
+    # replicas of the partitions add_partitions creates, in partition order (partition
+    # len(assignments) + k), placed by the same striped placer
+    added_assignments: list[list[int]] = field(default_factory=list)
+    max_sim_ms: int = MAX_SIM_MS  # this scenario's simulated-time cap (Limits.sim_ms_cap)
+    notes: list[str] = field(default_factory=list)  # what the result's `notes` should say
 
 
 _ACTION_TAGS = frozenset(
-    {
-        "produce",
-        "advance",
-        "settle",
-        "crash",
-        "power_loss",
-        "shutdown",
-        "restart",
-        "stop_fetching",
-        "resume_fetching",
-        "writeback",
-        "slow",
-        "isolate",
-        "heal",
-        "set",
-        "elect",
-        "subscribe",
-        "assign",
-        "poll",
-        "commit",
-        "seek",
-        "stall",
-        "delete_records",
-    }
+    tag for model in _ACTION_MODELS for tag in get_args(model.model_fields["do"].annotation)
 )
 
 
@@ -402,6 +571,8 @@ def _loc_to_path(loc: tuple[Any, ...]) -> str:
 
 def _clean_message(msg: str) -> str:
     msg = msg.replace("Input should be", "must be").replace("Extra inputs are not permitted", "unknown field")
+    if msg.startswith("String should match pattern") and CLIENT_ID_RE in msg:
+        return "an id is letters, digits, '.', '_' and '-', starting with a letter or a digit"
     if msg.startswith("Input tag "):
         tag = msg.split("'")[1] if "'" in msg else "?"
         return f"unknown action {tag!r}; known actions: {', '.join(sorted(_ACTION_TAGS))}"
@@ -451,10 +622,300 @@ def _acks_number(value: Any) -> int | str:
     return int(value)
 
 
+Problems = list[dict[str, str]]
+
+
+def _dc_default(cls: type, name: str) -> Any:
+    """A dataclass field's default: the one place a part-2 default is written down."""
+    return next(f.default for f in fields(cls) if f.name == name)
+
+
+def _given(spec: BaseModel, cls: type) -> dict[str, Any]:
+    """The values `spec` was given for `cls`'s fields (same names), nulls left to `cls`'s defaults."""
+    return {f.name: v for f in fields(cls) if (v := getattr(spec, f.name, None)) is not None}
+
+
+def _resolve_producer(p: ProducerSpec, pid: str, path: str, prof: Profile, bad: Any) -> ProducerConfig:
+    """One producer's settings as `KafkaProducer`'s constructor settles them: part 1's `producer`
+    (path "producer") and every entry of `producers` (path "producers[i]") go through here."""
+    txn = p.transactional_id
+    # a transactional.id asks for idempotence when enable.idempotence is not given (0.11-2.x:
+    # idempotenceEnabled() was true with transactions; 3.0+: on by default anyway)
+    implied = p.enable_idempotence is None and txn is not None
+    asks = p.enable_idempotence or implied
+    # With enable.idempotence=true and acks or retries left unset, the client picks acks=all and
+    # retries=Integer.MAX_VALUE itself (KafkaProducer.configureAcks / configureRetries, 0.11-2.x);
+    # from 2.1 and 3.0 those are the defaults anyway.
+    acks_raw = p.acks if p.acks is not None else ("all" if asks else prof.acks_default)
+    acks = _acks_number(acks_raw)
+    if p.enable_idempotence and not prof.idempotence_available:
+        bad(
+            f"{path}.enable.idempotence",
+            f"the idempotent producer does not exist in Kafka {prof.version} (it arrived in 0.11)",
+        )
+    if txn is not None and not prof.idempotence_available:
+        bad(
+            f"{path}.transactional.id",
+            f"transactions do not exist in Kafka {prof.version} (they arrived in 0.11)",
+        )
+    if p.enable_idempotence and acks != -1:
+        bad(
+            f"{path}.enable.idempotence",
+            "Must set acks to all in order to use the idempotent producer (Kafka's ConfigException)",
+        )
+    retries = p.retries if p.retries is not None else (RETRIES_MAX if asks else prof.retries_default)
+    if p.enable_idempotence and retries == 0:
+        bad(f"{path}.retries", "the idempotent producer needs retries > 0")
+    in_flight = p.max_in_flight_requests_per_connection
+    if in_flight is None:
+        in_flight = _dc_default(ProducerConfig, "max_in_flight_requests_per_connection")
+    if p.enable_idempotence and in_flight > MAX_IN_FLIGHT_IDEMPOTENT:
+        bad(
+            f"{path}.max.in.flight.requests.per.connection",
+            f"Must set max.in.flight.requests.per.connection to at most {MAX_IN_FLIGHT_IDEMPOTENT} to use "
+            "the idempotent producer (Kafka's ConfigException)",
+        )
+    if p.enable_idempotence is None:
+        # defaulted idempotence is silently switched off when acks is not all (ProducerConfig 556-598)
+        idempotent = (prof.idempotence_default or implied) and acks == -1 and retries > 0
+        if idempotent and in_flight > MAX_IN_FLIGHT_IDEMPOTENT:
+            if prof.idempotence_refuses_max_in_flight:
+                bad(
+                    f"{path}.max.in.flight.requests.per.connection",
+                    f"idempotence is on by default, and from Kafka 4.0 the client refuses more than "
+                    f"{MAX_IN_FLIGHT_IDEMPOTENT} in-flight requests with it (KAFKA-17927); set at most "
+                    f"{MAX_IN_FLIGHT_IDEMPOTENT}, or enable.idempotence=false",
+                )
+            idempotent = False  # before 4.0: silently switched off
+    else:
+        idempotent = p.enable_idempotence
+    if txn is not None and prof.idempotence_available and not idempotent:
+        why = (
+            "enable.idempotence is false"
+            if p.enable_idempotence is False
+            else "acks is not all"
+            if acks != -1
+            else "retries is 0"
+            if retries == 0
+            else f"max.in.flight.requests.per.connection is above {MAX_IN_FLIGHT_IDEMPOTENT}"
+        )
+        bad(
+            f"{path}.transactional.id",
+            f"Cannot set a transactional.id without also enabling idempotence (Kafka's ConfigException; "
+            f"here {why})",
+        )
+    request_timeout = p.request_timeout_ms or _dc_default(ProducerConfig, "request_timeout_ms")
+    delivery_timeout = p.delivery_timeout_ms or _dc_default(ProducerConfig, "delivery_timeout_ms")
+    if delivery_timeout < request_timeout:
+        bad(f"{path}.delivery.timeout.ms", "delivery.timeout.ms must be at least request.timeout.ms")
+    return ProducerConfig(
+        **{
+            **_given(p, ProducerConfig),  # the settings taken as given
+            "id": pid,
+            "acks": acks,
+            "enable_idempotence": idempotent,
+            "retries": retries,
+            "request_timeout_ms": request_timeout,
+            "delivery_timeout_ms": delivery_timeout,
+        }
+    )
+
+
+def _resolve_producers(sc: Scenario, prof: Profile, bad: Any) -> list[ProducerConfig]:
+    if sc.producers is None:
+        return [_resolve_producer(sc.producer, DEFAULT_PRODUCER_ID, "producer", prof, bad)]
+    if "producer" in sc.model_fields_set:
+        bad(
+            "producer",
+            'give either producer (one producer, whose id is "producer") or producers (a list of '
+            "producers, each with its own id), not both",
+        )
+    if not sc.producers:
+        bad(
+            "producers",
+            'producers needs at least one producer; leave it out for one producer named "producer"',
+        )
+    if len(sc.producers) > MAX_PRODUCERS:
+        bad("producers", f"{len(sc.producers)} producers is more than the limit of {MAX_PRODUCERS}")
+        return []
+    _unique_ids("producers", [p.id for p in sc.producers], bad)
+    return [_resolve_producer(p, p.id, f"producers[{i}]", prof, bad) for i, p in enumerate(sc.producers)]
+
+
+def _unique_ids(where: str, ids: list[str], bad: Any) -> None:
+    seen: set[str] = set()
+    for i, pid in enumerate(ids):
+        if pid in seen:
+            bad(f"{where}[{i}].id", f"id {pid!r} is used twice; every {where[:-1]} needs its own id")
+        seen.add(pid)
+
+
+def _resolve_timing(tm: TimingSpec, bad: Any) -> Timing:
+    timing = Timing(**_given(tm, Timing))
+    if timing.group_min_session_timeout_ms > timing.group_max_session_timeout_ms:
+        bad(
+            "timing.group.min.session.timeout.ms",
+            "group.min.session.timeout.ms must not be larger than group.max.session.timeout.ms",
+        )
+    return timing
+
+
+def _resolve_consumer(c: ConsumerSpec, path: str, timing: Timing, bad: Any) -> ConsumerConfig:
+    given = _given(c, ConsumerConfig)
+    if c.group_protocol == "consumer":
+        bad(
+            f"{path}.group.protocol",
+            'group.protocol "consumer" (KIP-848, the new consumer group protocol) is not built yet; '
+            'use "classic", the default in Kafka 4.x',
+        )
+    if c.partition_assignment_strategy is not None:
+        names: list[str] = []
+        for j, name in enumerate(c.partition_assignment_strategy):
+            short = assignor_short_name(name)
+            if short is None:
+                bad(
+                    f"{path}.partition.assignment.strategy[{j}]",
+                    f"unknown assignor {name!r}; use {', '.join(ASSIGNOR_CLASSES)} or their class names "
+                    f"(e.g. {ASSIGNOR_CLASSES['range']})",
+                )
+            elif short in names:
+                bad(
+                    f"{path}.partition.assignment.strategy[{j}]",
+                    f"{name!r} names the {short} assignor twice",
+                )
+            else:
+                names.append(short)
+        given["partition_assignment_strategy"] = tuple(names)
+    if c.group_id is None:
+        # ConsumerConfig.maybeOverrideEnableAutoCommit: no group, no auto-commit
+        if c.enable_auto_commit:
+            bad(
+                f"{path}.enable.auto.commit",
+                "enable.auto.commit cannot be set to true when default group id (null) is used (Kafka's "
+                "InvalidConfigurationException); give the consumer a group.id",
+            )
+        given["enable_auto_commit"] = False
+        if c.group_instance_id is not None:
+            bad(
+                f"{path}.group.instance.id",
+                "group.instance.id makes a static group member; it needs a group.id",
+            )
+    else:
+        if c.partition_assignment_strategy == []:
+            bad(
+                f"{path}.partition.assignment.strategy",
+                "Must configure at least one partition assigner class name to partition.assignment.strategy "
+                "configuration property (Kafka's IllegalStateException)",
+            )
+    cfg = ConsumerConfig(**given)
+    if cfg.group_id is not None:
+        if cfg.heartbeat_interval_ms >= cfg.session_timeout_ms:
+            bad(
+                f"{path}.heartbeat.interval.ms",
+                "Heartbeat must be set lower than the session timeout (Kafka's IllegalArgumentException): "
+                f"heartbeat.interval.ms {cfg.heartbeat_interval_ms} >= "
+                f"session.timeout.ms {cfg.session_timeout_ms}",
+            )
+        low, high = timing.group_min_session_timeout_ms, timing.group_max_session_timeout_ms
+        if not low <= cfg.session_timeout_ms <= high:
+            bad(
+                f"{path}.session.timeout.ms",
+                "the broker answers this consumer's JoinGroup with INVALID_SESSION_TIMEOUT: "
+                f"session.timeout.ms must be from group.min.session.timeout.ms ({low}) to "
+                f"group.max.session.timeout.ms ({high}); set those in timing to scale a scene's timeouts",
+            )
+    return cfg
+
+
+def _resolve_consumers(
+    sc: Scenario, timing: Timing, producer_ids: list[str], bad: Any
+) -> list[ConsumerConfig]:
+    if sc.consumers is None:
+        return []
+    if len(sc.consumers) > MAX_CONSUMERS:
+        bad("consumers", f"{len(sc.consumers)} consumers is more than the limit of {MAX_CONSUMERS}")
+        return []
+    _unique_ids("consumers", [c.id for c in sc.consumers], bad)
+    for i, c in enumerate(sc.consumers):
+        if c.id in producer_ids:
+            bad(f"consumers[{i}].id", f"{c.id!r} is also a producer's id; give each process its own id")
+    return [_resolve_consumer(c, f"consumers[{i}]", timing, bad) for i, c in enumerate(sc.consumers)]
+
+
+# Kafka's internal topics, which the engine models itself
+INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__cluster_metadata")
+_TOPIC_NAME_RE = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def _topic_name_problem(name: str) -> str | None:
+    """org.apache.kafka.common.internals.Topic.validate, in its own words."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > 249:
+        return f"Topic name is illegal, it can't be longer than 249 characters ({len(name)})"
+    if not _TOPIC_NAME_RE.fullmatch(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
+    if name in INTERNAL_TOPICS:
+        return (
+            f"{name} is one of Kafka's internal topics, which the engine models itself; "
+            "name the topic otherwise"
+        )
+    return None
+
+
+def _resolve_log(t: TopicSpec, prof: Profile, bad: Any, notes: list[str]) -> LogConfig:
+    given = _given(t, LogConfig)
+    if t.cleanup_policy is not None:
+        parts = [part.strip() for part in t.cleanup_policy.split(",")]
+        if set(parts) - {"delete", "compact"} or len(set(parts)) != len(parts):
+            bad(
+                "topic.cleanup.policy",
+                f'{t.cleanup_policy!r} is not a cleanup policy; use "delete", "compact" or "compact,delete"',
+            )
+            given.pop("cleanup_policy")
+        else:
+            given["cleanup_policy"] = "compact,delete" if len(parts) == 2 else parts[0]
+    log = LogConfig(**given)
+    if log.min_compaction_lag_ms > log.max_compaction_lag_ms:
+        bad(
+            "topic.min.compaction.lag.ms",
+            f"conflict topic config setting max.compaction.lag.ms ({log.max_compaction_lag_ms}) < "
+            f"min.compaction.lag.ms ({log.min_compaction_lag_ms}) (Kafka's InvalidConfigurationException)",
+        )
+    if log.segment_bytes < prof.min_segment_bytes:
+        notes.append(
+            f"topic.segment.bytes={log.segment_bytes} is below Kafka {prof.version}'s minimum of "
+            f"{prof.min_segment_bytes} bytes; the simulator accepts it so that a scene can scale sizes down"
+        )
+    return log
+
+
+# part-2 keys that make a scenario a "long" one (Limits.sim_ms_cap): log settings and timings
+_LOG_KEYS = frozenset(f.name for f in fields(LogConfig))
+_TIMING_KEYS = frozenset(f.name for f in fields(Timing))
+
+
+def uses_long_time(sc: Scenario) -> bool:
+    """True when the scenario may run MAX_SIM_MS_LONG: it defines producers or consumers, or sets
+    a log setting of the topic (segments, retention, compaction) or a part-2 timing."""
+    return (
+        sc.producers is not None
+        or sc.consumers is not None
+        or bool(sc.topic.model_fields_set & _LOG_KEYS)
+        or bool(sc.timing.model_fields_set & _TIMING_KEYS)
+    )
+
+
 def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     """Fill every default from the version profile and check what pydantic cannot."""
     prof = PROFILES[sc.kafka_version]
     problems: list[dict[str, str]] = []
+    notes: list[str] = []
 
     def bad(path: str, message: str) -> None:
         problems.append({"path": path, "message": message})
@@ -501,6 +962,11 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             rf_for_layout = rf
     assignments = [replicas] + [striped_placement(brokers, rf_for_layout, p) for p in range(1, t.partitions)]
 
+    topic_name = t.name if t.name is not None else DEFAULT_TOPIC
+    if (why := _topic_name_problem(topic_name)) is not None:
+        bad("topic.name", why)
+    log = _resolve_log(t, prof, bad, notes)
+
     min_isr = t.min_insync_replicas if t.min_insync_replicas is not None else 1
     unclean = t.unclean_leader_election_enable
     if unclean is None:
@@ -516,36 +982,8 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             f"Kafka {prof.version} has no eligible leader replicas (ELR arrived in 4.0)",
         )
 
-    p = sc.producer
-    # With enable.idempotence=true and acks or retries left unset, the client picks acks=all and
-    # retries=Integer.MAX_VALUE itself (KafkaProducer.configureAcks / configureRetries, 0.11-2.x);
-    # from 2.1 and 3.0 those are the defaults anyway.
-    acks_raw = p.acks if p.acks is not None else ("all" if p.enable_idempotence else prof.acks_default)
-    acks = _acks_number(acks_raw)
-    if p.enable_idempotence and not prof.idempotence_available:
-        bad(
-            "producer.enable.idempotence",
-            f"the idempotent producer does not exist in Kafka {prof.version} (it arrived in 0.11)",
-        )
-    if p.enable_idempotence and acks != -1:
-        bad(
-            "producer.enable.idempotence",
-            "Must set acks to all in order to use the idempotent producer (Kafka's ConfigException)",
-        )
-    retries = p.retries if p.retries is not None else (
-        RETRIES_MAX if p.enable_idempotence else prof.retries_default
-    )
-    if p.enable_idempotence and retries == 0:
-        bad("producer.retries", "the idempotent producer needs retries > 0")
-    if p.enable_idempotence is None:
-        # defaulted idempotence is silently switched off when acks is not all (ProducerConfig 556-598)
-        idempotent = prof.idempotence_default and acks == -1 and retries > 0
-    else:
-        idempotent = p.enable_idempotence
-    request_timeout = p.request_timeout_ms or 30_000
-    delivery_timeout = p.delivery_timeout_ms or 120_000
-    if delivery_timeout < request_timeout:
-        bad("producer.delivery.timeout.ms", "delivery.timeout.ms must be at least request.timeout.ms")
+    producers = _resolve_producers(sc, prof, bad)
+    producer_ids = [p.id for p in producers]
 
     tm = sc.timing
     lag = tm.replica_lag_time_max_ms or prof.lag_time_default_ms
@@ -556,61 +994,92 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     heartbeat = tm.broker_heartbeat_interval_ms or 2_000
     if heartbeat >= session:
         bad("timing.broker.heartbeat.interval.ms", "must be smaller than broker.session.timeout.ms")
+    timing = _resolve_timing(tm, bad)
+
+    consumers = _resolve_consumers(sc, timing, producer_ids, bad)
+    consumer_ids = [c.id for c in consumers]
 
     proposals: list[str] = []
     if t.quorum_required_acks is not None or c.election == "largest_leo":
         proposals.append("KIP-250")
         if t.quorum_required_acks is not None and t.quorum_required_acks > len(replicas):
             bad("topic.quorum.required.acks", "quorum.required.acks cannot exceed the replication factor")
-    if acks == "min_isr":
+    if any(p.acks == "min_isr" for p in producers):
         proposals.append("KIP-926")
 
+    long = uses_long_time(sc)
+    sim_cap = limits.sim_ms_cap(long)
+    cap_hint = (
+        ""
+        if long or limits.max_sim_ms_long <= limits.max_sim_ms
+        else f" ({limits.max_sim_ms_long} ms for a scenario with producers, consumers or log settings)"
+    )
+
+    def within_cap(where: str, ms: int) -> None:
+        if ms > sim_cap:
+            bad(where, f"{ms} ms is more than the simulated-time limit of {sim_cap} ms{cap_hint}")
+
+    def consumer_ref(where: str, name: str) -> ConsumerConfig | None:
+        for cc in consumers:
+            if cc.id == name:
+                return cc
+        known = ", ".join(consumer_ids) or "no consumers"
+        bad(where, f"no consumer named {name!r}; the scenario defines {known}")
+        return None
+
+    def producer_ref(path: str, name: str | None) -> ProducerConfig | None:
+        if name is None:
+            if len(producers) == 1:
+                return producers[0]
+            if producers:
+                bad(
+                    f"{path}.producer",
+                    f"the scenario has {len(producers)} producers ({', '.join(producer_ids)}); say which one",
+                )
+            return None
+        for pc in producers:
+            if pc.id == name:
+                return pc
+        if producer_ids:
+            bad(
+                f"{path}.producer",
+                f"no producer named {name!r}; the scenario defines {', '.join(producer_ids)}",
+            )
+        return None
+
+    def needs_group(where: str, cc: ConsumerConfig | None) -> None:
+        if cc is not None and cc.group_id is None:
+            bad(
+                where,
+                f"consumer {cc.id!r} has no group.id: To use the group management or offset commit APIs, "
+                "you must provide a valid group.id in the consumer configuration (Kafka's "
+                "InvalidGroupIdException)",
+            )
+
+    n_parts = t.partitions  # add_partitions grows it
+
+    def partition_ref(where: str, partition: int) -> None:
+        if partition >= n_parts:
+            bad(where, f"the topic has {n_parts} partition(s), numbered from 0")
+
+    added_assignments: list[list[int]] = []
     actions = list(sc.actions)
     total_ms = 0
     records_seen: set[str] = set()
     produced = 0
-    consumer_ids = [c.id for c in sc.consumers]
-    if len(sc.consumers) > MAX_CONSUMERS:
-        bad("consumers", f"at most {MAX_CONSUMERS} consumers")
-    if len(set(consumer_ids)) != len(consumer_ids):
-        bad("consumers", "consumer ids must be unique")
-    named = ", ".join(consumer_ids) if consumer_ids else "none"
-
-    def check_partition(where: str, partition: int) -> None:
-        if partition >= t.partitions:
-            bad(where, f"the topic has {t.partitions} partition(s), numbered from 0")
-
     for i, a in enumerate(actions):
         path = f"actions[{i}]"
-        consumer = getattr(a, "consumer", None)
-        if consumer is not None:
-            if consumer not in consumer_ids:
-                bad(f"{path}.consumer", f"no consumer named {consumer!r}; the scenario defines {named}")
-            if getattr(a, "broker", None) is not None:
-                bad(path, "give either broker or consumer")
-            if a.do in ("stop_fetching", "resume_fetching", "writeback"):
-                bad(f"{path}.consumer", f"{a.do} acts on a broker")
-            if a.do == "assign":
-                for j, part in enumerate(a.partitions):
-                    check_partition(f"{path}.partitions[{j}]", part)
-            elif a.do == "seek":
-                check_partition(f"{path}.partition", a.partition)
-            elif a.do == "commit" and a.offsets is not None:
-                for key in a.offsets:
-                    if not key.isdigit() or int(key) >= t.partitions:
-                        bad(f"{path}.offsets", f"{key!r} is not a partition (0 to {t.partitions - 1})")
-            elif a.do in ("poll", "stall"):
-                total_ms += a.timeout_ms if a.do == "poll" else a.ms
-            continue
-        if a.do == "delete_records":
-            check_partition(f"{path}.partition", a.partition)
-            continue
         if a.do == "produce":
             if (a.records is None) == (a.count is None):
                 bad(path, "give either records or count")
                 continue
-            if a.partition is not None and a.partition >= t.partitions:
-                bad(f"{path}.partition", f"the topic has {t.partitions} partition(s), numbered from 0")
+            if a.partition is not None:
+                partition_ref(f"{path}.partition", a.partition)
+            sender = producer_ref(path, a.producer)
+            if a.lose_response:
+                acks = _acks_number(a.acks) if a.acks is not None else sender.acks if sender else None
+                if acks == 0:
+                    bad(f"{path}.lose_response", "with acks=0 the leader sends no response to lose")
             n = len(a.records) if a.records is not None else a.count
             if n > limits.max_records_per_produce:
                 bad(
@@ -622,6 +1091,10 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             # (sim.produce); those names must not collide with explicit ones either
             names = a.records if a.records is not None else [f"m{produced + k}" for k in range(n)]
             for j, r in enumerate(names):
+                if r is None:  # a tombstone
+                    if a.key is None:
+                        bad(f"{path}.records[{j}]", "a null record is a tombstone, which needs a key")
+                    continue
                 if r in records_seen:
                     where = f"{path}.records[{j}]" if a.records is not None else f"{path}.count"
                     bad(where, f"record {r!r} appears twice; records must be unique (count names its "
@@ -630,10 +1103,23 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             produced += n
             # any integer acks is accepted here: a hand-built client may send anything, and the
             # broker decides (INVALID_REQUIRED_ACKS)
+        elif a.do in ("crash", "shutdown", "restart"):
+            named = [k for k in ("broker", "consumer", "producer") if getattr(a, k) is not None]
+            if len(named) != 1:
+                bad(path, f"{a.do} needs exactly one of broker, consumer or producer"
+                    + (f" (it names {' and '.join(named)})" if named else ""))
+            elif a.broker is not None:
+                if a.broker not in id_set:
+                    bad(f"{path}.broker", f"broker {a.broker} is not in the cluster")
+            elif a.consumer is not None:
+                consumer_ref(f"{path}.consumer", a.consumer)
+            else:
+                producer_ref(path, a.producer)
+            if a.do == "crash" and a.broker is None:
+                for flag in ("lose_unflushed", "lose_disk"):
+                    if getattr(a, flag):
+                        bad(f"{path}.{flag}", "only a broker has a page cache and a disk to lose")
         elif a.do in (
-            "crash",
-            "shutdown",
-            "restart",
             "stop_fetching",
             "resume_fetching",
             "writeback",
@@ -641,9 +1127,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             "heal",
             "slow",
         ):
-            if a.broker is None:
-                bad(f"{path}.broker", f"{a.do} needs a broker (crash, shutdown, restart: or a consumer)")
-            elif a.broker not in id_set:
+            if a.broker not in id_set:
                 bad(f"{path}.broker", f"broker {a.broker} is not in the cluster")
             if a.do in ("isolate", "heal") and a.from_:
                 for j, party in enumerate(a.from_):
@@ -661,7 +1145,10 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             elif a.rack not in {r for _, r in brokers}:
                 bad(f"{path}.rack", f"no broker is in rack {a.rack!r}")
         elif a.do == "advance":
+            within_cap(f"{path}.ms", a.ms)
             total_ms += a.ms
+        elif a.do == "settle":
+            within_cap(f"{path}.max_ms", a.max_ms)
         elif a.do == "set":
             if a.key == "unclean.leader.election.enable" and not isinstance(a.value, bool):
                 bad(f"{path}.value", "unclean.leader.election.enable takes true or false")
@@ -677,11 +1164,67 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 and (isinstance(a.value, bool) or not isinstance(a.value, int) or a.value < 1)
             ):
                 bad(f"{path}.value", "flush.messages takes a positive whole number or null")
-    if total_ms > limits.max_sim_ms:
+        elif a.do in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"):
+            pc = producer_ref(path, a.producer)
+            if pc is not None and not pc.transactional:
+                bad(
+                    f"{path}.producer" if a.producer is not None else path,
+                    f"producer {pc.id!r} has no transactional.id: Transactional method invoked on a "
+                    "non-transactional producer (Kafka's IllegalStateException)",
+                )
+        elif a.do == "subscribe":
+            needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
+            if a.topics is not None:
+                if not a.topics:
+                    bad(f"{path}.topics", "subscribe to at least one topic (an empty list means unsubscribe)")
+                for j, topic in enumerate(a.topics):
+                    if topic != topic_name:
+                        bad(
+                            f"{path}.topics[{j}]",
+                            f"no topic {topic!r}; the scenario has one topic, {topic_name!r}",
+                        )
+        elif a.do == "assign":
+            consumer_ref(f"{path}.consumer", a.consumer)
+            for j, partition in enumerate(a.partitions):
+                partition_ref(f"{path}.partitions[{j}]", partition)
+                if partition in a.partitions[:j]:
+                    bad(f"{path}.partitions[{j}]", f"partition {partition} appears twice")
+        elif a.do == "poll":
+            consumer_ref(f"{path}.consumer", a.consumer)
+            within_cap(f"{path}.timeout_ms", a.timeout_ms)
+        elif a.do == "commit":
+            needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
+            for key in a.offsets or {}:
+                if not re.fullmatch(r"0|[1-9][0-9]*", key):
+                    bad(f"{path}.offsets.{key}", 'offsets maps partition numbers ("0", "1", ...) to offsets')
+                else:
+                    partition_ref(f"{path}.offsets.{key}", int(key))
+        elif a.do == "seek":
+            consumer_ref(f"{path}.consumer", a.consumer)
+            partition_ref(f"{path}.partition", a.partition)
+        elif a.do == "stall":
+            consumer_ref(f"{path}.consumer", a.consumer)
+            within_cap(f"{path}.ms", a.ms)
+        elif a.do == "add_partitions":
+            # CreatePartitions' checks (InvalidPartitionsException), then the partitions cap
+            if a.count == n_parts:
+                bad(f"{path}.count", f"Topic already has {n_parts} partitions.")
+            elif a.count < n_parts:
+                bad(f"{path}.count", f"Topic currently has {n_parts} partitions, which is higher than the "
+                    f"requested {a.count}.")
+            elif a.count > MAX_PARTITIONS:
+                bad(f"{path}.count", f"{a.count} partitions is more than the limit of {MAX_PARTITIONS}")
+            else:
+                rf = len(replicas)
+                added_assignments += [striped_placement(brokers, rf, p) for p in range(n_parts, a.count)]
+                n_parts = a.count
+        elif a.do == "delete_records":
+            partition_ref(f"{path}.partition", a.partition)
+    if total_ms > sim_cap:
         bad(
             "actions",
             f"the actions ask for {total_ms} ms of simulated time (advance + settle max_ms); "
-            f"the limit is {limits.max_sim_ms} ms; use fewer or shorter advance/settle actions",
+            f"the limit is {sim_cap} ms{cap_hint}; use fewer or shorter advance/settle actions",
         )
     # every record is copied to every replica of its partition, and each copy is held in memory
     # for the whole run: bound the copies, not only the records per produce
@@ -695,6 +1238,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     if problems:
         raise ScenarioError(problems[:50])
 
+    first = producers[0]
     return Config(
         profile=prof,
         seed=sc.seed,
@@ -708,13 +1252,13 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         elr=elr_version == 1,
         largest_leo_election=c.election == "largest_leo",
         auto_rebalance=c.auto_leader_rebalance_enable,
-        acks=acks,
-        idempotent=idempotent,
-        retries=retries,
-        request_timeout_ms=request_timeout,
-        delivery_timeout_ms=delivery_timeout,
-        retry_backoff_ms=p.retry_backoff_ms or 100,
-        retry_backoff_max_ms=1_000,
+        acks=first.acks,
+        idempotent=first.enable_idempotence,
+        retries=first.retries,
+        request_timeout_ms=first.request_timeout_ms,
+        delivery_timeout_ms=first.delivery_timeout_ms,
+        retry_backoff_ms=first.retry_backoff_ms,
+        retry_backoff_max_ms=first.retry_backoff_max_ms,
         lag_time_ms=lag,
         lag_max_messages=tm.replica_lag_max_messages or 4_000,
         fetch_wait_ms=fetch_wait,
@@ -726,7 +1270,14 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         actions=actions,
         proposals=proposals,
         assignments=assignments,
-        consumers=list(sc.consumers),
+        topic_name=topic_name,
+        log=log,
+        timing=timing,
+        producers=tuple(producers),
+        consumers=tuple(consumers),
+        added_assignments=added_assignments,
+        max_sim_ms=sim_cap,
+        notes=notes,
     )
 
 

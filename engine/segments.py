@@ -69,7 +69,10 @@ class LogConfig:
     index_interval_bytes: int = 4096
     retention_ms: int = 604_800_000
     retention_bytes: int = -1
-    cleanup_policy: str = "delete"
+    cleanup_policy: str = "delete"  # "delete", "compact" or "compact,delete"
+    min_cleanable_dirty_ratio: float = 0.5
+    delete_retention_ms: int = 86_400_000
+    min_compaction_lag_ms: int = 0
     max_compaction_lag_ms: int = LONG_MAX
     max_message_bytes: int = 1_048_588
     file_delete_delay_ms: int = 60_000

@@ -273,10 +273,12 @@ class Clock:
     """
 
     __slots__ = (
-        "now", "q", "tick", "events", "steps", "limits", "budget", "stale", "sims", "skips", "skipped_ms"
+        "now", "q", "tick", "events", "steps", "limits", "budget", "stale", "sims", "skips", "skipped_ms",
+        "cap",
     )
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, cap: int | None = None) -> None:
+        self.cap = limits.max_sim_ms if cap is None else cap  # the scenario's simulated-time cap
         self.now = 0
         self.q: list[tuple[int, int, Sim, Any, tuple[Any, ...]]] = []
         self.tick = itertools.count(1).__next__
@@ -295,7 +297,7 @@ class Clock:
         self.stale.clear()
 
     def run_until(self, t_end: int, stop: Any = None) -> None:
-        cap = self.limits.max_sim_ms
+        cap = self.cap
         clamped = t_end > cap
         if clamped:
             t_end = cap
@@ -3037,7 +3039,7 @@ def run(
     """Run a resolved scenario: every partition's simulation on one clock, then the result."""
     parts = _partition_configs(cfg)
     multi = len(parts) > 1
-    clock = Clock(limits)
+    clock = Clock(limits, cfg.max_sim_ms)
     used = RunUse()  # one result-size budget for the whole run
     sims = [
         Sim(
@@ -3063,8 +3065,9 @@ def run(
             clock,
             sims,
             topic=cfg.topic_name,
-            initial_rebalance_delay_ms=cfg.initial_rebalance_delay_ms,
-            offsets_partitions=cfg.offsets_topic_partitions,
+            initial_rebalance_delay_ms=cfg.timing.group_initial_rebalance_delay_ms,
+            offsets_partitions=cfg.timing.offsets_topic_num_partitions,
+            offsets_retention_ms=cfg.timing.offsets_retention_ms,
         )
         for sim in sims:
             sim.part2 = True

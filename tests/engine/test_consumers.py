@@ -312,19 +312,22 @@ def test_B6_commits_can_go_backwards():
 
 
 def test_a_consumer_without_a_group_id_cannot_commit_or_subscribe():
-    r = simulate(
-        one_broker(
-            [{"id": "c0"}],
-            [
-                *produce(2),
-                {"do": "subscribe", "consumer": "c0"},
-                poll(),
-                {"do": "commit", "consumer": "c0"},
-            ],
+    """Kafka's InvalidGroupIdException, refused before the run: the scenario says where."""
+    with pytest.raises(ScenarioError) as e:
+        simulate(
+            one_broker(
+                [{"id": "c0"}],
+                [
+                    *produce(2),
+                    {"do": "subscribe", "consumer": "c0"},
+                    poll(),
+                    {"do": "commit", "consumer": "c0"},
+                ],
+            )
         )
-    )
-    assert r["polls"][0]["error"] == "InvalidGroupIdException"
-    assert r["commits"][0]["error"] == "InvalidGroupIdException"
+    paths = [p["path"] for p in e.value.problems]
+    assert "actions[2].consumer" in paths and "actions[4].consumer" in paths
+    assert "group.id" in e.value.problems[0]["message"]
 
 
 def test_assign_with_a_group_id_commits_to_a_simple_group_that_keeps_its_offsets():
@@ -407,3 +410,18 @@ def test_idle_days_are_skipped_and_the_cluster_carries_on_after_them():
     assert r["produce"][-1]["outcome"] == "acked"
     assert r["final"]["partition"]["isr"] == [1, 2, 3]
     assert not any(s["kind"].startswith("controller_") for s in r["steps"])
+
+
+@pytest.mark.parametrize(
+    ("extra", "path"),
+    [
+        ({"actions": [{"do": "add_partitions", "count": 2}]}, "actions[0].do"),
+        ({"actions": [{"do": "produce", "records": [None], "key": "k"}]}, "actions[0].records"),
+        ({"consumers": [{"id": "c0", "group.id": "g", "loop_ms": 100}]}, "consumers[0].loop_ms"),
+        ({"producers": [{"id": "a"}, {"id": "b"}]}, "producers"),
+    ],
+)
+def test_what_is_parsed_but_not_simulated_yet_is_refused_clearly(extra, path):
+    with pytest.raises(ScenarioError) as e:
+        simulate(extra)
+    assert e.value.problems[0]["path"] == path and "not simulated yet" in e.value.problems[0]["message"]
