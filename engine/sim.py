@@ -38,6 +38,7 @@ from .budget import BudgetExceeded, snapshot_bytes, step_bytes
 from .consumers import Clients
 from .partitioner import partition_for_key
 from .scenario import Config, Limits, ScenarioError
+from .segments import LogError, RetentionSchedule, SegmentedLog, batch_size_bytes
 from .steps import step_kind
 
 NETWORK_DELAY_MS = 1
@@ -108,6 +109,7 @@ class Broker:
         "last_hold",
         "fetch_delay_ms",
         "answered",
+        "seg",
     )
 
     def __init__(self, bid: int, rack: str | None):
@@ -145,6 +147,7 @@ class Broker:
         self.last_hold = -1
         self.fetch_delay_ms = 0  # not a Kafka config: extra time each of this follower's fetches takes
         self.answered: set[tuple[int, int]] = set()  # pre-KIP-279 epoch answers already narrated
+        self.seg: SegmentedLog | None = None  # this replica's segments (part-2 scenarios only)
 
     @property
     def alive(self) -> bool:
@@ -214,6 +217,8 @@ class Batch:
         "done_ms",
         "retries_used",
         "key",
+        "timestamp",
+        "nbytes",
     )
 
     def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
@@ -234,6 +239,8 @@ class Batch:
         self.done_ms: int | None = None
         self.retries_used = 0
         self.key: str | None = None
+        self.timestamp = 0  # CreateTime of its records
+        self.nbytes: int | None = None  # its size on disk; None: computed from the records
 
 
 def _fmt_offsets(first: int, last: int) -> str:
@@ -350,15 +357,15 @@ class Clock:
         engine runs normally from there. Days of idle time then cost a few hundred events."""
         sims = self.sims
         wake = t_end
-        for t, _tick, owner, _fn, _args in self.q:
-            if owner.__class__ is not Sim and t < wake:
+        for t, _tick, owner, fn, _args in self.q:
+            if t < wake and (owner.__class__ is not Sim or fn.__func__ in _WAKEUPS):
                 wake = t
         delta = wake - IDLE_MARGIN_MS - self.now
         if delta < IDLE_MARGIN_MS or not all(sim.quiet_for_skip() for sim in sims):
             return
         moved = []
         for t, tick, owner, fn, args in self.q:
-            if owner.__class__ is Sim:
+            if owner.__class__ is Sim and fn.__func__ not in _WAKEUPS:
                 if fn.__func__ is _DELIVER:
                     args = (*args[:7], args[7] + delta)  # sent_ms moves with the message
                 t += delta
@@ -420,7 +427,8 @@ class Sim:
         # snapshot at or before k, so an at_step view is refreshed at each own step up to k
         self.shares_clock = shares_clock
         self.stale = False  # changed by a step another partition told; view not yet taken again
-        self.log_start = 0  # the partition's log start offset (moved by DeleteRecords)
+        self.retention_schedule = RetentionSchedule(cfg.timing.log_retention_check_interval_ms)
+        self.retention_at: int | None = None  # when the queued retention check runs
         self.part2 = False  # the scenario uses the contract's part 2 (consumers, log start offset)
         self.clients: Clients | None = None  # partition 0 holds the consumers (engine/consumers.py)
         self.rng = random.Random(cfg.seed)
@@ -678,6 +686,9 @@ class Sim:
         # nothing reads step prose: hot paths count their steps without formatting them
         self.quiet = not self.record and self.at_step is None and not self.check and self.views is None
         self._bootstrap_metadata()
+        if self.part2:
+            for bid in self.replicas:
+                self.brokers[bid].seg = SegmentedLog.create(cfg.log, 0)
         for bid, b in self.brokers.items():
             b.leader_epoch = 0
             b.partition_epoch = 0
@@ -718,6 +729,8 @@ class Sim:
         shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
         b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
         b.key = action.key
+        b.timestamp = self.now if action.timestamp_ms is None else action.timestamp_ms
+        b.nbytes = action.bytes_
         b.first_send = self.now
         b.deadline = self.now + self.cfg.delivery_timeout_ms
         self.batches.append(b)
@@ -1070,6 +1083,8 @@ class Sim:
 
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
         start = br.leo
+        if br.seg is not None:
+            self._append_segments(br, start, entries)
         br.log.extend(entries)
         cache = br.cache
         epochs = self.prof.leader_epochs
@@ -1088,6 +1103,124 @@ class Sim:
                 f"B{br.id} fsyncs its log up to offset {br.leo} (flush.messages={fm})",
                 broker=br.id,
             )
+
+    # ---------------------------------------------------------------------------------------
+    # segments and retention (part-2 scenarios: engine/segments.py keeps each replica's segments)
+
+    def _append_segments(self, br: Broker, start: int, entries: list[tuple[int, str, int]]) -> None:
+        """The same records, batch by batch, into the replica's segments (UnifiedLog.append with
+        maybeRoll): a producer batch keeps its CreateTime, key and size on every replica."""
+        seg = br.seg
+        assert seg is not None
+        if seg.log_end_offset != start:  # keep the two views of the log on the same offsets
+            seg.truncate_to(start, self.now)
+            if seg.log_end_offset < start:
+                seg.roll(self.now, start)
+        i = 0
+        while i < len(entries):
+            bidx = entries[i][2]
+            j = i + 1
+            while j < len(entries) and entries[j][2] == bidx:
+                j += 1
+            b = self.batches[bidx] if bidx >= 0 else None
+            ts = b.timestamp if b is not None else self.now
+            key = b.key if b is not None else None
+            records = [(ts, key, entries[k][1]) for k in range(i, j)]
+            size = b.nbytes if b is not None and b.nbytes is not None else None
+            if size is None or (b is not None and j - i != len(b.records)):
+                encoded = [(t, None if k is None else k.encode(), v.encode()) for t, k, v in records]
+                size = batch_size_bytes(encoded)
+            try:
+                seg.append(records, size, self.now)
+            except LogError as exc:
+                raise ScenarioError([{"path": "actions", "message": f"{exc.error}: {exc}"}]) from None
+            i = j
+        self._schedule_retention()
+
+    def log_start_offset(self) -> int:
+        """The partition's log start offset: its leader's (0 before part 2)."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is not None and leader.seg is not None:
+            return leader.seg.log_start_offset
+        return 0
+
+    def delete_records(self, offset: int) -> tuple[int, str | None]:
+        """Partition.deleteRecordsOnLeader: the leader moves its log start offset (-1: to its HW);
+        the followers follow (in Kafka on their next fetch; here at once). (low watermark, error)."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is None or not leader.alive or leader.role != "leader" or leader.seg is None:
+            return 0, "NOT_LEADER_OR_FOLLOWER"
+        seg = leader.seg
+        seg.update_high_watermark(leader.hw)
+        try:
+            low = seg.delete_records(offset)
+        except LogError as exc:
+            return seg.log_start_offset, exc.error
+        for bid in self.replicas:
+            f = self.brokers[bid]
+            if f is not leader and f.alive and f.seg is not None:
+                f.seg.update_high_watermark(f.hw)
+                if low <= f.seg.high_watermark:
+                    f.seg.maybe_increment_log_start_offset(low)
+        self._schedule_retention()
+        return low, None
+
+    def _schedule_retention(self) -> None:
+        """Queue the next retention check that can delete something (RetentionSchedule skips the
+        ones that cannot), on the fixed schedule: 30 s after start, then every
+        log.retention.check.interval.ms. A check that turns out to delete nothing (a high
+        watermark still behind) schedules the one after it."""
+        due: int | None = None
+        for bid in self.replicas:
+            br = self.brokers[bid]
+            if br.alive and br.seg is not None:
+                br.seg.update_high_watermark(br.hw)
+                d = br.seg.next_deletion_ms(assume_caught_up=True)
+                if d is not None and (due is None or d < due):
+                    due = d
+        if due is None:
+            return
+        sched = self.retention_schedule
+        t = sched.check_at_or_after(max(due, self.now + 1))
+        if self.retention_at is not None and self.retention_at <= t:
+            return
+        self.retention_at = t
+        self.at(t, self._retention_check, t)
+
+    def _retention_check(self, t: int) -> None:
+        """LogManager.cleanupLogs on each broker holding a replica: UnifiedLog.deleteOldSegments."""
+        if self.retention_at != t:
+            return  # a later schedule replaced this one
+        self.retention_at = None
+        for bid in self.replicas:
+            br = self.brokers[bid]
+            if not br.alive or br.seg is None:
+                continue
+            seg = br.seg
+            seg.update_high_watermark(br.hw)
+            before = seg.log_start_offset
+            gone = seg.retention_pass(self.now)
+            if not gone:
+                continue
+            why = {
+                "RetentionMsBreach": f"retention.ms={self.cfg.log.retention_ms}",
+                "RetentionSizeBreach": f"retention.bytes={self.cfg.log.retention_bytes}",
+                "StartOffsetBreach": "below the log start offset",
+            }
+            names = ", ".join(
+                f"{d.segment.base_offset}-{d.segment.next_offset - 1} ({why.get(d.reason, d.reason)})"
+                for d in gone
+            )
+            self.step(
+                "broker_delete_segments",
+                f"broker-{bid}",
+                f"B{bid} deletes segment{'s' if len(gone) > 1 else ''} {names}; "
+                f"log start offset {before} -> {seg.log_start_offset}",
+                broker=bid,
+            )
+        self._schedule_retention()
 
     def _purgatory_verdict(self, br: Broker, entry: list[Any]) -> str | None:
         """checkEnoughReplicasReachOffset (P 1111-1147): None = keep waiting, "" = success, else an error."""
@@ -1541,6 +1674,8 @@ class Sim:
             return
         removed = br.log[to:]
         del br.log[to:]
+        if br.seg is not None:
+            br.seg.truncate_to(to, self.now)
         for off, (e, r, _b) in enumerate(removed, start=to):
             br.truncated.append({"offset": off, "epoch": e, "record": r, "t_ms": self.now, "why": why})
         br.flushed = min(br.flushed, to)
@@ -2530,7 +2665,7 @@ class Sim:
                 f = fn.__func__
                 if f is _DELIVER:
                     f = args[3].__func__
-                if f not in _HOUSEKEEPING:
+                if f not in _HOUSEKEEPING and f not in _WAKEUPS:
                     return False
         return True
 
@@ -2797,18 +2932,32 @@ class Sim:
             },
         }
         if self.part2:
-            part["log_start_offset"] = self.log_start
+            part["log_start_offset"] = self.log_start_offset()
+            part["segments"] = self.leader_segments()
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out
 
+    def leader_segments(self) -> list[dict[str, int]]:
+        """The leader's segments in offset order, the last one active."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is None or leader.seg is None:
+            return []
+        return [
+            {"base_offset": s.base_offset, "next_offset": s.next_offset, "bytes": s.size_bytes}
+            for s in leader.seg.segments
+        ]
+
     def contract_partition(self) -> dict[str, Any]:
-        """This partition as the contract's part 2 reports it: the leader's offsets and log."""
+        """This partition as the contract's part 2 reports it: the leader's offsets, segments and
+        log from the log start offset."""
         c = self.ctl
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
         log = leader.log if leader is not None else []
+        start = self.log_start_offset()
         entries = []
-        for off in range(self.log_start, len(log)):
+        for off in range(start, len(log)):
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
             entries.append(
@@ -2816,7 +2965,7 @@ class Sim:
                     "offset": off,
                     "key": batch.key if batch is not None else None,
                     "record": record,
-                    "timestamp_ms": batch.first_send if batch is not None else None,
+                    "timestamp_ms": batch.timestamp if batch is not None else None,
                     "control": None,
                 }
             )
@@ -2827,7 +2976,9 @@ class Sim:
             "hw": hw,
             "leo": len(log),
             "lso": hw,
-            "log_start_offset": self.log_start,
+            "log_start_offset": start,
+            "cleaner_point": start,
+            "segments": self.leader_segments(),
             "log": entries,
         }
 
@@ -2980,6 +3131,8 @@ _LIFECYCLE_API: dict[Any, str] = {
 
 
 _DELIVER = Sim._deliver
+# Events that must happen at their own time: an idle skip stops before them (Clock.skip_idle)
+_WAKEUPS = frozenset({Sim._retention_check})
 # The events of a quiet cluster (Sim.quiet_for_skip): heartbeats, fetches that find nothing new,
 # periodic checks with nothing to do, and the timeouts of requests already answered (a quiet
 # partition has no batch without an outcome and nothing in purgatory)
@@ -3059,7 +3212,10 @@ def run(
         for sim in sims:
             sim.views = []
     clients = None
-    if cfg.consumers or any(a.do in CLIENT_ACTIONS or getattr(a, "consumer", None) for a in cfg.actions):
+    if cfg.part2:
+        for sim in sims:
+            sim.part2 = True
+        clock.sims = sims  # part-2 runs may last days: skip the idle stretches
         clients = Clients(
             cfg.consumers,
             clock,
@@ -3069,10 +3225,7 @@ def run(
             offsets_partitions=cfg.timing.offsets_topic_num_partitions,
             offsets_retention_ms=cfg.timing.offsets_retention_ms,
         )
-        for sim in sims:
-            sim.part2 = True
         sims[0].clients = clients
-        clock.sims = sims  # part-2 runs may last days: skip the idle stretches
     for sim in sims:
         sim.start()
     action_t_ms = _drive(cfg, clock, sims, clients)
@@ -3095,6 +3248,7 @@ def run(
         )
     if clients is not None:
         out.update(clients.result())
+        out["notes"] = list(cfg.notes)
         if multi:
             for entry, extra in zip(out["partitions"], part2, strict=True):
                 entry.update(extra)

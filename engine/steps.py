@@ -525,6 +525,20 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "no heartbeat for session.timeout.ms: the coordinator removes the member",
     ),
+    "broker_delete_segments": StepKind(
+        "broker",
+        "UnifiedLog.deleteOldSegments",
+        _UL,
+        "",
+        "the retention check deletes whole old segments; the log start offset moves to the first kept",
+    ),
+    "group_offsets_expired": StepKind(
+        "coordinator",
+        "OffsetMetadataManager.cleanupExpiredOffsets",
+        _OMM,
+        "862-902",
+        "a committed offset expires: its group has been Empty (or it was committed) for a week",
+    ),
     "admin_delete_records": StepKind(
         "operator",
         "UnifiedLog.maybeIncrementLogStartOffset",
