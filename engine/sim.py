@@ -219,6 +219,7 @@ class Batch:
         "key",
         "timestamp",
         "nbytes",
+        "on_disk",
     )
 
     def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
@@ -241,6 +242,7 @@ class Batch:
         self.key: str | None = None
         self.timestamp = 0  # CreateTime of its records
         self.nbytes: int | None = None  # its size on disk; None: computed from the records
+        self.on_disk: Any = None  # its segments.Batch as first written, shared by replicas at those offsets
 
 
 def _fmt_offsets(first: int, last: int) -> str:
@@ -731,6 +733,9 @@ class Sim:
         b.key = action.key
         b.timestamp = self.now if action.timestamp_ms is None else action.timestamp_ms
         b.nbytes = action.bytes_
+        if b.nbytes is None and self.part2:
+            key = None if b.key is None else b.key.encode()
+            b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
         b.first_send = self.now
         b.deadline = self.now + self.cfg.delivery_timeout_ms
         self.batches.append(b)
@@ -1123,6 +1128,12 @@ class Sim:
             while j < len(entries) and entries[j][2] == bidx:
                 j += 1
             b = self.batches[bidx] if bidx >= 0 else None
+            done = b.on_disk if b is not None else None
+            if done is not None and done.base_offset == start + i and len(done.records) == j - i:
+                # the same batch at the same offsets on another replica: one frozen object serves all
+                seg.maybe_roll(done, self.now).append(done, seg.config, self.now)
+                i = j
+                continue
             ts = b.timestamp if b is not None else self.now
             key = b.key if b is not None else None
             records = [(ts, key, entries[k][1]) for k in range(i, j)]
@@ -1131,7 +1142,9 @@ class Sim:
                 encoded = [(t, None if k is None else k.encode(), v.encode()) for t, k, v in records]
                 size = batch_size_bytes(encoded)
             try:
-                seg.append(records, size, self.now)
+                written = seg.append(records, size, self.now)
+                if b is not None and j - i == len(b.records):
+                    b.on_disk = written
             except LogError as exc:
                 raise ScenarioError([{"path": "actions", "message": f"{exc.error}: {exc}"}]) from None
             i = j
@@ -1171,7 +1184,10 @@ class Sim:
         """Queue the next retention check that can delete something (RetentionSchedule skips the
         ones that cannot), on the fixed schedule: 30 s after start, then every
         log.retention.check.interval.ms. A check that turns out to delete nothing (a high
-        watermark still behind) schedules the one after it."""
+        watermark still behind) schedules the one after it. Without size retention, appends only
+        push the earliest deletion later, so a check already queued stays the first useful one."""
+        if self.retention_at is not None and self.cfg.log.retention_bytes < 0:
+            return
         due: int | None = None
         for bid in self.replicas:
             br = self.brokers[bid]
@@ -3308,12 +3324,8 @@ def _drive(cfg: Config, clock: Clock, sims: list[Sim], clients: Clients | None) 
         elif do == "settle":
             if one is not None:
                 done = one.settled_after_failover if a.through_failover else one.settled
-            elif a.through_failover:
-                def done() -> bool:
-                    return all(sim.settled_after_failover() for sim in sims)
             else:
-                def done() -> bool:
-                    return all(sim.settled() for sim in sims)
+                done = _all_settled(sims, a.through_failover)
             if not done():
                 clock.run_until(now + a.max_ms, stop=done)
         elif clients is not None and (do in CLIENT_ACTIONS or getattr(a, "consumer", None) is not None):
@@ -3355,6 +3367,25 @@ def _client_action(clients: Clients, a: Any) -> None:
         clients.restart(a.consumer)
     else:  # pragma: no cover - the scenario model admits nothing else
         raise ScenarioError([{"path": "actions", "message": f"unknown action {do!r}"}])
+
+
+def _all_settled(sims: list[Sim], through_failover: bool) -> Any:
+    """settle's stop test for several partitions: every one settled. It runs after every event, so
+    it first asks the partition that was unsettled last time (usually still the one)."""
+    tests = [sim.settled_after_failover if through_failover else sim.settled for sim in sims]
+    last = [0]
+
+    def done() -> bool:
+        k = last[0]
+        if not tests[k]():
+            return False
+        for j, test in enumerate(tests):
+            if not test():
+                last[0] = j
+                return False
+        return True
+
+    return done
 
 
 def _apply(sim: Sim, cfg: Config, i: int, a: Any) -> None:
