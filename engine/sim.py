@@ -56,8 +56,11 @@ RETRIABLE = frozenset(
         "NOT_LEADER_OR_FOLLOWER",
         "NETWORK_EXCEPTION",
         "LEADER_NOT_AVAILABLE",
+        # retried while an earlier batch may still fill the gap (TransactionManager 959-964)
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
     }
 )
+PRODUCER_ID = 1000  # the id InitProducerId gives the scenario's (one) idempotent producer
 REFRESH_METADATA = frozenset(
     {"NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT", "LEADER_NOT_AVAILABLE"}
 )
@@ -220,6 +223,8 @@ class Batch:
         "timestamp",
         "nbytes",
         "on_disk",
+        "seq",
+        "pepoch",
     )
 
     def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
@@ -243,6 +248,8 @@ class Batch:
         self.timestamp = 0  # CreateTime of its records
         self.nbytes: int | None = None  # its size on disk; None: computed from the records
         self.on_disk: Any = None  # its segments.Batch as first written, shared by replicas at those offsets
+        self.seq = -1  # an idempotent batch's base sequence (one per record); -1: none
+        self.pepoch = 0  # the producer epoch its sequence belongs to
 
 
 def _fmt_offsets(first: int, last: int) -> str:
@@ -445,6 +452,8 @@ class Sim:
         # batches not yet finished that hold back the ones behind them (backoff, no leader, held)
         self.unsendable: set[int] = set()
         self.releasing = False  # _release_held is running (a send inside it must not start another)
+        self.next_seq = 0  # the idempotent producer's next sequence number for this partition
+        self.producer_epoch = 0  # bumped by the producer itself when the broker reports a gap (KIP-360)
         self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
         # the ledger as it grows, so a snapshot can say what was sent, acknowledged or failed by then
         self.sent_records: list[str] = []
@@ -730,6 +739,10 @@ class Sim:
             acks = action.acks
         shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
         b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
+        if b.idempotent:  # the producer numbers each partition's records from 0 (one per record)
+            b.seq = self.next_seq
+            b.pepoch = self.producer_epoch
+            self.next_seq += len(records)
         b.key = action.key
         b.timestamp = self.now if action.timestamp_ms is None else action.timestamp_ms
         b.nbytes = action.bytes_
@@ -755,7 +768,18 @@ class Sim:
         sequence order with idempotence) and the drain takes only the queue's first batch, skipping
         the partition while that one backs off or has no leader, so no later batch overtakes it."""
         earlier = [i for i in self.unsendable if i < idx]
-        return self.batches[min(earlier)] if earlier else None
+        if earlier:
+            return self.batches[min(earlier)]
+        b = self.batches[idx]
+        if b.idempotent and b.attempts:
+            # RecordAccumulator 569-594, 858-862: a retried batch that already has its sequence goes
+            # out only as the partition's first unacknowledged one, so an earlier batch still in
+            # flight goes first
+            for i in range(idx - 1, -1, -1):
+                e = self.batches[i]
+                if e.idempotent and e.outcome is None:
+                    return e
+        return None
 
     def _release_held(self) -> None:
         """Send, in order, the batches that waited behind one that has now been sent or failed:
@@ -790,12 +814,12 @@ class Sim:
             if b.state != "held":
                 self._set_state(b, "held")
                 self.at(b.deadline, self._producer_expire_held, idx)
+                why = "is in flight" if held_by.state == "awaiting_response" else "waits to be sent again"
                 self.step(
                     "producer_hold",
                     "producer",
                     f"Batch {_fmt_records(b.records)} waits in the producer's queue behind "
-                    f"{_fmt_records(held_by.records)}, which waits to be sent again: a partition's "
-                    "batches leave in order",
+                    f"{_fmt_records(held_by.records)}, which {why}: a partition's batches leave in order",
                     produce=idx,
                 )
             return
@@ -933,6 +957,10 @@ class Sim:
             error=error,
         )
         b.error = error
+        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and not any(
+            e.idempotent and e.outcome is None for e in self.batches[: b.index]
+        ):
+            self._bump_producer_epoch(b)
         if error in REFRESH_METADATA:
             self._producer_refresh()
         if error not in RETRIABLE:
@@ -964,6 +992,8 @@ class Sim:
             produce=idx,
             offsets=offsets,
         )
+        if self.unsendable:
+            self._release_held()
 
     # ---------------------------------------------------------------------------------------
     # leader: the produce path (kafka-semantics.md §2)
@@ -1028,6 +1058,27 @@ class Sim:
             )
             return
         existing = br.batch_offsets.get(idx) if batch.idempotent else None
+        if existing is None and batch.idempotent:
+            state = self._last_sequence(br)
+            if state is not None:
+                epoch, last = state
+                if batch.pepoch == epoch and batch.seq != last + 1:
+                    why = f"its first sequence is {batch.seq} but the last one here is {last}"
+                elif batch.pepoch > epoch and batch.seq != 0:
+                    why = f"a new producer epoch must start at sequence 0, not {batch.seq}"
+                else:
+                    why = ""
+                if why:
+                    self._reject_produce(
+                        bid,
+                        idx,
+                        attempt_id,
+                        "leader_reject_out_of_order",
+                        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+                        f"{who} refuses {_fmt_records(batch.records)}: {why}: "
+                        "OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing appended",
+                    )
+                    return
         if existing is not None:
             first, last = existing
             self.step(
@@ -1085,6 +1136,38 @@ class Sim:
                 broker=bid,
             )
         self.at(self.now + self.cfg.request_timeout_ms, self._expire_produce, bid, br.inc, idx, attempt_id)
+
+    def _last_sequence(self, br: Broker) -> tuple[int, int] | None:
+        """The producer state a replica rebuilds from its log (ProducerStateManager): the epoch and
+        sequence of its last record from an idempotent batch, or None when it has none (then, since
+        KIP-360, any first sequence is accepted: ProducerAppendInfo 112-143)."""
+        log = br.log
+        for off in range(len(log) - 1, -1, -1):
+            bidx = log[off][2]
+            if bidx >= 0:
+                b = self.batches[bidx]
+                if b.seq >= 0:
+                    return b.pepoch, b.seq + off - br.batch_offsets[bidx][0]
+        return None
+
+    def _bump_producer_epoch(self, b: Batch) -> None:
+        """KIP-360 (TransactionManager 549-560, 749-781): the broker reports a gap no earlier batch
+        can fill, so an idempotent producer bumps its own epoch, with no round trip, and numbers
+        this partition's unacknowledged batches again from sequence 0."""
+        self.producer_epoch += 1
+        self.next_seq = 0
+        for e in self.batches[b.index :]:
+            if e.idempotent and e.outcome is None:
+                e.seq = self.next_seq
+                e.pepoch = self.producer_epoch
+                self.next_seq += len(e.records)
+        self.step(
+            "producer_bump_epoch",
+            "producer",
+            f"The gap before {_fmt_records(b.records)} cannot be filled (no earlier batch is unanswered): "
+            f"the producer bumps its epoch to {self.producer_epoch} and numbers its batches from 0 again",
+            produce=b.index,
+        )
 
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
         start = br.leo
@@ -2982,6 +3065,11 @@ class Sim:
                     "key": batch.key if batch is not None else None,
                     "record": record,
                     "timestamp_ms": batch.timestamp if batch is not None else None,
+                    "producer_id": PRODUCER_ID if batch is not None and batch.seq >= 0 else -1,
+                    "producer_epoch": batch.pepoch if batch is not None and batch.seq >= 0 else -1,
+                    "sequence": batch.seq + off - leader.batch_offsets[bidx][0]  # type: ignore[union-attr]
+                    if batch is not None and batch.seq >= 0
+                    else -1,
                     "control": None,
                 }
             )

@@ -89,6 +89,13 @@ STEP_KINDS: dict[str, StepKind] = {
         "901-904",
         "a partition's batches leave the accumulator in order: one waiting to be retried holds back the rest",
     ),
+    "producer_bump_epoch": StepKind(
+        "producer",
+        "TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded",
+        "clients/src/main/java/org/apache/kafka/clients/producer/internals/TransactionManager.java",
+        "549-560",
+        "KIP-360: an idempotent producer that meets a gap bumps its epoch and restarts its sequences at 0",
+    ),
     "producer_give_up": StepKind(
         "producer",
         "Sender.failBatch",
@@ -118,6 +125,13 @@ STEP_KINDS: dict[str, StepKind] = {
         "1384-1387",
         "acks=all and the committed ISR is smaller than the effective min ISR: NOT_ENOUGH_REPLICAS "
         "before the append, so nothing is written",
+    ),
+    "leader_reject_out_of_order": StepKind(
+        "broker",
+        "ProducerAppendInfo.checkSequence",
+        "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java",
+        "112-143",
+        "an idempotent batch whose first sequence is not the last one plus 1: OUT_OF_ORDER_SEQUENCE_NUMBER",
     ),
     "leader_append": StepKind(
         "broker",

@@ -1052,14 +1052,7 @@ def test_C3_keyless_records_stick_to_a_partition_for_at_least_batch_size_bytes()
     # adaptive partitioning, §C.3) and the slow-broker comparison with KIP-480.
 
 
-@pytest.mark.parametrize(
-    "idempotence",
-    [
-        False,
-        pytest.param(True, marks=NOT_YET("idempotent sequence numbers are not simulated yet")),
-    ],
-    ids=["idempotence off", "idempotence on"],
-)
+@pytest.mark.parametrize("idempotence", [False, True], ids=["idempotence off", "idempotence on"])
 def test_C4_retries_and_order(idempotence):
     """§F.C C4 (§C.5): max.in.flight = 5, retries on. Batch B1 fails with a retriable error while B2,
     sent behind it and in flight at the same time, succeeds (decision 12: B1's request is lost in a
