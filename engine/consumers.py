@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .clients_spec import ConsumerConfig
 from .offsets import NO_OFFSET, Coordinator, Group, offsets_partition_for
+from .results import ClientsResult, GroupResult
 from .scenario import problem
 
 if TYPE_CHECKING:
@@ -675,8 +676,8 @@ class Clients:
             return {}
         return {str(p): commit.offset for (_t, p), commit in sorted(g.offsets.items())}
 
-    def groups(self) -> dict[str, Any]:
-        out = {}
+    def groups(self) -> dict[str, GroupResult]:
+        out: dict[str, GroupResult] = {}
         for gid, g in sorted(self.coordinator.groups.items()):
             owners = sorted(self.member_owner[m] for m in g.members if m in self.member_owner)
             members = {cid: list(self.consumers[cid].assigned) for cid in owners}
@@ -693,7 +694,7 @@ class Clients:
             }
         return out
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> ClientsResult:
         return {
             "polls": self.polls,
             "commits": self.commits,

@@ -37,6 +37,7 @@ from . import budget as _budget
 from .budget import BudgetExceeded, snapshot_bytes, step_bytes
 from .consumers import Clients
 from .partitioner import partition_for_key
+from .results import LogEntry, PartitionResult, SegmentInfo
 from .scenario import Config, Limits, ScenarioError
 from .segments import LogError, RetentionSchedule, SegmentedLog, batch_size_bytes
 from .steps import step_kind
@@ -3042,7 +3043,7 @@ class Sim:
             out.update(self.clients.snapshot())
         return out
 
-    def leader_segments(self) -> list[dict[str, int]]:
+    def leader_segments(self) -> list[SegmentInfo]:
         """The leader's segments in offset order, the last one active."""
         c = self.ctl
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
@@ -3053,14 +3054,14 @@ class Sim:
             for s in leader.seg.segments
         ]
 
-    def contract_partition(self) -> dict[str, Any]:
+    def contract_partition(self) -> PartitionResult:
         """This partition as the contract's part 2 reports it: the leader's offsets, segments and
         log from the log start offset."""
         c = self.ctl
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
         log = leader.log if leader is not None else []
         start = self.log_start_offset()
-        entries = []
+        entries: list[LogEntry] = []
         for off in range(start, len(log)):
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
