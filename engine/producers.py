@@ -220,6 +220,8 @@ class ProducerProc:
             pool = sorted(available) or list(range(self.known))
             return f"at random among {_fmt_parts(pool)}"
         parts, weights = stats
+        if len(set(weights)) == 1:  # equal queues: uniform (BuiltInPartitioner keeps no load stats)
+            return f"at random among {_fmt_parts(parts)}"
         shown = ", ".join(f"P{p} {w}" for p, w in zip(parts, weights, strict=True))
         return f"weighted toward shorter queues: {shown}"
 
