@@ -120,8 +120,8 @@ class ProducerProc:
             why = f"The producer's metadata is metadata.max.age.ms={age} ms old: it refreshes it"
         else:
             why = (
-                f"P{asked} is not in the producer's metadata ({old} partitions): send() asks for a "
-                "metadata update at once"
+                f"P{asked} is not in the producer's metadata ({old} partition{'s' if old != 1 else ''}): "
+                "send() asks for a metadata update at once"
             )
         text = f"{why} and sees {new} partitions of {self.topic} (it knew {old})"
         if self.keys and not self.config.partitioner_ignore_keys:

@@ -3226,8 +3226,8 @@ def _add_partitions(
     )
     text = (
         f"CreatePartitions: {cfg.topic_name} grows from {old} to {count} partitions: {layout}. "
-        f"Records already written stay where they are; producers keep using {old} partitions "
-        "until their metadata refresh"
+        f"Records already written stay where they are; producers keep using {old} "
+        f"partition{'s' if old != 1 else ''} until their metadata refresh"
     )
     if narrator.quiet:
         narrator.count_step()
