@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from .sim import Clock, Sim
 
 HOP_MS = 1  # one network hop, as NETWORK_DELAY_MS in the replication engine
+OFFSETS_RETENTION_CHECK_MS = 600_000  # offsets.retention.check.interval.ms
 FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty fetch
 
 
@@ -83,6 +84,7 @@ class Clients:
         self.history: dict[str, list[dict[str, Any]]] = {}
         self.member_owner: dict[str, str] = {}  # member id -> consumer id
         self.expiry: dict[str, int] = {}  # a crashed member id -> when its session times out
+        self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
         self.brokers = sorted(sims[0].brokers)
 
     # ---------------------------------------------------------------------------------------
@@ -110,7 +112,7 @@ class Clients:
         leader = sim.brokers.get(lid)
         if leader is None or not leader.alive or leader.role != "leader":
             return None
-        return sim.log_start, leader.hw, leader.leo, leader.log
+        return sim.log_start_offset(), leader.hw, leader.leo, leader.log
 
     def coordinator_broker(self, group: str) -> int | None:
         """The leader of the group's `__consumer_offsets` partition (GroupCoordinatorService
@@ -278,34 +280,18 @@ class Clients:
         )
 
     def delete_records(self, partition: int, offset: int) -> None:
+        """The admin client's deleteRecords, answered by the partition's leader."""
         sim = self.sims[partition]
-        view = self.read_view(partition)
-        if view is None:
-            self.step(
-                "admin_delete_records",
-                "admin",
-                f"DeleteRecords on P{partition} fails: the partition has no leader",
-                partition_id=partition,
-            )
-            return
-        log_start, hw, _leo, _log = view
-        target = hw if offset == -1 else offset
-        if target > hw:
-            self.step(
-                "admin_delete_records",
-                "admin",
-                f"DeleteRecords(P{partition}, {offset}) fails with OFFSET_OUT_OF_RANGE: above the HW {hw}",
-                partition_id=partition,
-            )
-            return
-        if target > log_start:
-            sim.log_start = target
-        self.step(
-            "admin_delete_records",
-            "admin",
-            f"DeleteRecords moves P{partition}'s log start offset {log_start} -> {sim.log_start}",
-            partition_id=partition,
-        )
+        before = sim.log_start_offset()
+        self.run_to(self.clock.now + HOP_MS)
+        low, error = sim.delete_records(offset)
+        self.run_to(self.clock.now + HOP_MS)
+        upto = "the HW" if offset == -1 else str(offset)
+        if error is not None:
+            text = f"DeleteRecords(P{partition}, before {upto}) fails with {error}"
+        else:
+            text = f"DeleteRecords moves P{partition}'s log start offset {before} -> {low}"
+        self.step("admin_delete_records", "admin", text, partition_id=partition)
 
     # ---------------------------------------------------------------------------------------
     # inside poll()
@@ -504,6 +490,7 @@ class Clients:
         else:
             error = self.coordinator.commit(c.group, tps, self.clock.now)  # type: ignore[arg-type]
         said = ", ".join(f"P{p} {o}" for p, o in sorted(offsets.items())) or "nothing"
+        self._schedule_offsets_cleanup()
         if error is None:
             self.step(
                 "consumer_commit",
@@ -537,6 +524,48 @@ class Clients:
         g.members.discard(member)
         if not g.members:
             g.set_state("Empty", self.clock.now)
+            self._schedule_offsets_cleanup()
+
+    def _schedule_offsets_cleanup(self) -> None:
+        """Queue the first offsets-retention check (every offsets.retention.check.interval.ms,
+        10 min, from the coordinator's start) at which some offset is old enough to expire: a
+        classic group's once it has been Empty for offsets.retention.minutes, a simple group's
+        that long after each commit (OMM 862-902, CG 943-967). Checks before it change nothing."""
+        retention = self.coordinator.retention_ms
+        due: int | None = None
+        for g in self.coordinator.groups.values():
+            if not g.offsets:
+                continue
+            if g.protocol == "simple":
+                t = min(c.commit_ms for c in g.offsets.values()) + retention
+            elif g.state == "Empty":
+                t = g.state_since_ms + retention
+            else:
+                continue
+            due = t if due is None else min(due, t)
+        if due is None:
+            return
+        every = OFFSETS_RETENTION_CHECK_MS
+        t = max(every, -(-max(due, self.clock.now + 1) // every) * every)
+        if self.cleanup_at is not None and self.cleanup_at <= t:
+            return
+        self.cleanup_at = t
+        self.at(t, self._offsets_cleanup, t)
+
+    def _offsets_cleanup(self, t: int) -> None:
+        if self.cleanup_at != t:
+            return
+        self.cleanup_at = None
+        for gid, tp in self.coordinator.expire(self.clock.now):
+            g = self.coordinator.groups[gid]
+            since = "became Empty" if g.protocol == "classic" else "was committed"
+            self.step(
+                "group_offsets_expired",
+                "coordinator",
+                f"Group {gid!r}'s committed offset for P{tp[1]} expires: it {since} "
+                f"offsets.retention.minutes={self.coordinator.retention_ms // 60_000} ago",
+            )
+        self._schedule_offsets_cleanup()
 
     # ---------------------------------------------------------------------------------------
     # helpers

@@ -88,6 +88,7 @@ class ProducerProc:
         self.rng = random.Random(f"partitioner:{seed}:{config.id}")
         self.keys: dict[str, None] = {}  # keys it has hashed, in first-sent order
         self.refresh_at: int | None = None  # its next refresh, while it misses partitions
+        self.started_ms = 0  # its process start, from which metadata.max.age.ms counts
         self.now = 0  # the clock sets it when the refresh event runs
 
     # ---------------------------------------------------------------------------------------
@@ -98,7 +99,8 @@ class ProducerProc:
         if self.refresh_at is not None:
             return  # that refresh will see these too
         age = self.config.metadata_max_age_ms
-        self.refresh_at = now if age == 0 else (now // age + 1) * age
+        start = self.started_ms
+        self.refresh_at = now if age == 0 else start + ((now - start) // age + 1) * age
         clock = self.clock
         heapq.heappush(clock.q, (self.refresh_at, clock.tick(), self, self._periodic_refresh, ()))
 

@@ -39,6 +39,7 @@ from .consumers import Clients
 from .partitioner import generation_for
 from .producers import ProducerProc
 from .scenario import Config, Limits, ScenarioError
+from .segments import LogError, RetentionSchedule, SegmentedLog, batch_size_bytes
 from .steps import step_kind
 
 NETWORK_DELAY_MS = 1
@@ -56,8 +57,11 @@ RETRIABLE = frozenset(
         "NOT_LEADER_OR_FOLLOWER",
         "NETWORK_EXCEPTION",
         "LEADER_NOT_AVAILABLE",
+        # retried while an earlier batch may still fill the gap (TransactionManager 959-964)
+        "OUT_OF_ORDER_SEQUENCE_NUMBER",
     }
 )
+PRODUCER_ID = 1000  # the id InitProducerId gives the scenario's (one) idempotent producer
 REFRESH_METADATA = frozenset(
     {"NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT", "LEADER_NOT_AVAILABLE"}
 )
@@ -109,6 +113,7 @@ class Broker:
         "last_hold",
         "fetch_delay_ms",
         "answered",
+        "seg",
     )
 
     def __init__(self, bid: int, rack: str | None):
@@ -146,6 +151,7 @@ class Broker:
         self.last_hold = -1
         self.fetch_delay_ms = 0  # not a Kafka config: extra time each of this follower's fetches takes
         self.answered: set[tuple[int, int]] = set()  # pre-KIP-279 epoch answers already narrated
+        self.seg: SegmentedLog | None = None  # this replica's segments (part-2 scenarios only)
 
     @property
     def alive(self) -> bool:
@@ -215,6 +221,11 @@ class Batch:
         "done_ms",
         "retries_used",
         "key",
+        "timestamp",
+        "nbytes",
+        "on_disk",
+        "seq",
+        "pepoch",
     )
 
     def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
@@ -235,6 +246,11 @@ class Batch:
         self.done_ms: int | None = None
         self.retries_used = 0
         self.key: str | None = None
+        self.timestamp = 0  # CreateTime of its records
+        self.nbytes: int | None = None  # its size on disk; None: computed from the records
+        self.on_disk: Any = None  # its segments.Batch as first written, shared by replicas at those offsets
+        self.seq = -1  # an idempotent batch's base sequence (one per record); -1: none
+        self.pepoch = 0  # the producer epoch its sequence belongs to
 
 
 def _fmt_offsets(first: int, last: int) -> str:
@@ -351,15 +367,15 @@ class Clock:
         engine runs normally from there. Days of idle time then cost a few hundred events."""
         sims = self.sims
         wake = t_end
-        for t, _tick, owner, _fn, _args in self.q:
-            if owner.__class__ is not Sim and t < wake:
+        for t, _tick, owner, fn, _args in self.q:
+            if t < wake and (owner.__class__ is not Sim or fn.__func__ in _WAKEUPS):
                 wake = t
         delta = wake - IDLE_MARGIN_MS - self.now
         if delta < IDLE_MARGIN_MS or not all(sim.quiet_for_skip() for sim in sims):
             return
         moved = []
         for t, tick, owner, fn, args in self.q:
-            if owner.__class__ is Sim:
+            if owner.__class__ is Sim and fn.__func__ not in _WAKEUPS:
                 if fn.__func__ is _DELIVER:
                     args = (*args[:7], args[7] + delta)  # sent_ms moves with the message
                 t += delta
@@ -421,7 +437,8 @@ class Sim:
         # snapshot at or before k, so an at_step view is refreshed at each own step up to k
         self.shares_clock = shares_clock
         self.stale = False  # changed by a step another partition told; view not yet taken again
-        self.log_start = 0  # the partition's log start offset (moved by DeleteRecords)
+        self.retention_schedule = RetentionSchedule(cfg.timing.log_retention_check_interval_ms)
+        self.retention_at: int | None = None  # when the queued retention check runs
         self.part2 = False  # the scenario uses the contract's part 2 (consumers, log start offset)
         self.clients: Clients | None = None  # partition 0 holds the consumers (engine/consumers.py)
         self.rng = random.Random(cfg.seed)
@@ -436,6 +453,8 @@ class Sim:
         # batches not yet finished that hold back the ones behind them (backoff, no leader, held)
         self.unsendable: set[int] = set()
         self.releasing = False  # _release_held is running (a send inside it must not start another)
+        self.next_seq = 0  # the idempotent producer's next sequence number for this partition
+        self.producer_epoch = 0  # bumped by the producer itself when the broker reports a gap (KIP-360)
         self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
         # the ledger as it grows, so a snapshot can say what was sent, acknowledged or failed by then
         self.sent_records: list[str] = []
@@ -679,6 +698,9 @@ class Sim:
         # nothing reads step prose: hot paths count their steps without formatting them
         self.quiet = not self.record and self.at_step is None and not self.check and self.views is None
         self._bootstrap_metadata()
+        if self.part2:
+            for bid in self.replicas:
+                self.brokers[bid].seg = SegmentedLog.create(cfg.log, 0)
         for bid, b in self.brokers.items():
             b.leader_epoch = 0
             b.partition_epoch = 0
@@ -718,7 +740,16 @@ class Sim:
             acks = action.acks
         shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
         b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
+        if b.idempotent:  # the producer numbers each partition's records from 0 (one per record)
+            b.seq = self.next_seq
+            b.pepoch = self.producer_epoch
+            self.next_seq += len(records)
         b.key = action.key
+        b.timestamp = self.now if action.timestamp_ms is None else action.timestamp_ms
+        b.nbytes = action.bytes_
+        if b.nbytes is None and self.part2:
+            key = None if b.key is None else b.key.encode()
+            b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
         b.first_send = self.now
         b.deadline = self.now + self.cfg.delivery_timeout_ms
         self.batches.append(b)
@@ -738,7 +769,18 @@ class Sim:
         sequence order with idempotence) and the drain takes only the queue's first batch, skipping
         the partition while that one backs off or has no leader, so no later batch overtakes it."""
         earlier = [i for i in self.unsendable if i < idx]
-        return self.batches[min(earlier)] if earlier else None
+        if earlier:
+            return self.batches[min(earlier)]
+        b = self.batches[idx]
+        if b.idempotent and b.attempts:
+            # RecordAccumulator 569-594, 858-862: a retried batch that already has its sequence goes
+            # out only as the partition's first unacknowledged one, so an earlier batch still in
+            # flight goes first
+            for i in range(idx - 1, -1, -1):
+                e = self.batches[i]
+                if e.idempotent and e.outcome is None:
+                    return e
+        return None
 
     def _release_held(self) -> None:
         """Send, in order, the batches that waited behind one that has now been sent or failed:
@@ -773,12 +815,12 @@ class Sim:
             if b.state != "held":
                 self._set_state(b, "held")
                 self.at(b.deadline, self._producer_expire_held, idx)
+                why = "is in flight" if held_by.state == "awaiting_response" else "waits to be sent again"
                 self.step(
                     "producer_hold",
                     "producer",
                     f"Batch {_fmt_records(b.records)} waits in the producer's queue behind "
-                    f"{_fmt_records(held_by.records)}, which waits to be sent again: a partition's "
-                    "batches leave in order",
+                    f"{_fmt_records(held_by.records)}, which {why}: a partition's batches leave in order",
                     produce=idx,
                 )
             return
@@ -916,6 +958,10 @@ class Sim:
             error=error,
         )
         b.error = error
+        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and not any(
+            e.idempotent and e.outcome is None for e in self.batches[: b.index]
+        ):
+            self._bump_producer_epoch(b)
         if error in REFRESH_METADATA:
             self._producer_refresh()
         if error not in RETRIABLE:
@@ -947,6 +993,8 @@ class Sim:
             produce=idx,
             offsets=offsets,
         )
+        if self.unsendable:
+            self._release_held()
 
     # ---------------------------------------------------------------------------------------
     # leader: the produce path (kafka-semantics.md §2)
@@ -1011,6 +1059,27 @@ class Sim:
             )
             return
         existing = br.batch_offsets.get(idx) if batch.idempotent else None
+        if existing is None and batch.idempotent:
+            state = self._last_sequence(br)
+            if state is not None:
+                epoch, last = state
+                if batch.pepoch == epoch and batch.seq != last + 1:
+                    why = f"its first sequence is {batch.seq} but the last one here is {last}"
+                elif batch.pepoch > epoch and batch.seq != 0:
+                    why = f"a new producer epoch must start at sequence 0, not {batch.seq}"
+                else:
+                    why = ""
+                if why:
+                    self._reject_produce(
+                        bid,
+                        idx,
+                        attempt_id,
+                        "leader_reject_out_of_order",
+                        "OUT_OF_ORDER_SEQUENCE_NUMBER",
+                        f"{who} refuses {_fmt_records(batch.records)}: {why}: "
+                        "OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing appended",
+                    )
+                    return
         if existing is not None:
             first, last = existing
             self.step(
@@ -1069,8 +1138,42 @@ class Sim:
             )
         self.at(self.now + self.cfg.request_timeout_ms, self._expire_produce, bid, br.inc, idx, attempt_id)
 
+    def _last_sequence(self, br: Broker) -> tuple[int, int] | None:
+        """The producer state a replica rebuilds from its log (ProducerStateManager): the epoch and
+        sequence of its last record from an idempotent batch, or None when it has none (then, since
+        KIP-360, any first sequence is accepted: ProducerAppendInfo 112-143)."""
+        log = br.log
+        for off in range(len(log) - 1, -1, -1):
+            bidx = log[off][2]
+            if bidx >= 0:
+                b = self.batches[bidx]
+                if b.seq >= 0:
+                    return b.pepoch, b.seq + off - br.batch_offsets[bidx][0]
+        return None
+
+    def _bump_producer_epoch(self, b: Batch) -> None:
+        """KIP-360 (TransactionManager 549-560, 749-781): the broker reports a gap no earlier batch
+        can fill, so an idempotent producer bumps its own epoch, with no round trip, and numbers
+        this partition's unacknowledged batches again from sequence 0."""
+        self.producer_epoch += 1
+        self.next_seq = 0
+        for e in self.batches[b.index :]:
+            if e.idempotent and e.outcome is None:
+                e.seq = self.next_seq
+                e.pepoch = self.producer_epoch
+                self.next_seq += len(e.records)
+        self.step(
+            "producer_bump_epoch",
+            "producer",
+            f"The gap before {_fmt_records(b.records)} cannot be filled (no earlier batch is unanswered): "
+            f"the producer bumps its epoch to {self.producer_epoch} and numbers its batches from 0 again",
+            produce=b.index,
+        )
+
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
         start = br.leo
+        if br.seg is not None:
+            self._append_segments(br, start, entries)
         br.log.extend(entries)
         cache = br.cache
         epochs = self.prof.leader_epochs
@@ -1089,6 +1192,135 @@ class Sim:
                 f"B{br.id} fsyncs its log up to offset {br.leo} (flush.messages={fm})",
                 broker=br.id,
             )
+
+    # ---------------------------------------------------------------------------------------
+    # segments and retention (part-2 scenarios: engine/segments.py keeps each replica's segments)
+
+    def _append_segments(self, br: Broker, start: int, entries: list[tuple[int, str, int]]) -> None:
+        """The same records, batch by batch, into the replica's segments (UnifiedLog.append with
+        maybeRoll): a producer batch keeps its CreateTime, key and size on every replica."""
+        seg = br.seg
+        assert seg is not None
+        if seg.log_end_offset != start:  # keep the two views of the log on the same offsets
+            seg.truncate_to(start, self.now)
+            if seg.log_end_offset < start:
+                seg.roll(self.now, start)
+        i = 0
+        while i < len(entries):
+            bidx = entries[i][2]
+            j = i + 1
+            while j < len(entries) and entries[j][2] == bidx:
+                j += 1
+            b = self.batches[bidx] if bidx >= 0 else None
+            done = b.on_disk if b is not None else None
+            if done is not None and done.base_offset == start + i and len(done.records) == j - i:
+                # the same batch at the same offsets on another replica: one frozen object serves all
+                seg.maybe_roll(done, self.now).append(done, seg.config, self.now)
+                i = j
+                continue
+            ts = b.timestamp if b is not None else self.now
+            key = b.key if b is not None else None
+            records = [(ts, key, entries[k][1]) for k in range(i, j)]
+            size = b.nbytes if b is not None and b.nbytes is not None else None
+            if size is None or (b is not None and j - i != len(b.records)):
+                encoded = [(t, None if k is None else k.encode(), v.encode()) for t, k, v in records]
+                size = batch_size_bytes(encoded)
+            try:
+                written = seg.append(records, size, self.now)
+                if b is not None and j - i == len(b.records):
+                    b.on_disk = written
+            except LogError as exc:
+                raise ScenarioError([{"path": "actions", "message": f"{exc.error}: {exc}"}]) from None
+            i = j
+        self._schedule_retention()
+
+    def log_start_offset(self) -> int:
+        """The partition's log start offset: its leader's (0 before part 2)."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is not None and leader.seg is not None:
+            return leader.seg.log_start_offset
+        return 0
+
+    def delete_records(self, offset: int) -> tuple[int, str | None]:
+        """Partition.deleteRecordsOnLeader: the leader moves its log start offset (-1: to its HW);
+        the followers follow (in Kafka on their next fetch; here at once). (low watermark, error)."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is None or not leader.alive or leader.role != "leader" or leader.seg is None:
+            return 0, "NOT_LEADER_OR_FOLLOWER"
+        seg = leader.seg
+        seg.update_high_watermark(leader.hw)
+        try:
+            low = seg.delete_records(offset)
+        except LogError as exc:
+            return seg.log_start_offset, exc.error
+        for bid in self.replicas:
+            f = self.brokers[bid]
+            if f is not leader and f.alive and f.seg is not None:
+                f.seg.update_high_watermark(f.hw)
+                if low <= f.seg.high_watermark:
+                    f.seg.maybe_increment_log_start_offset(low)
+        self._schedule_retention()
+        return low, None
+
+    def _schedule_retention(self) -> None:
+        """Queue the next retention check that can delete something (RetentionSchedule skips the
+        ones that cannot), on the fixed schedule: 30 s after start, then every
+        log.retention.check.interval.ms. A check that turns out to delete nothing (a high
+        watermark still behind) schedules the one after it. Without size retention, appends only
+        push the earliest deletion later, so a check already queued stays the first useful one."""
+        if self.retention_at is not None and self.cfg.log.retention_bytes < 0:
+            return
+        due: int | None = None
+        for bid in self.replicas:
+            br = self.brokers[bid]
+            if br.alive and br.seg is not None:
+                br.seg.update_high_watermark(br.hw)
+                d = br.seg.next_deletion_ms(assume_caught_up=True)
+                if d is not None and (due is None or d < due):
+                    due = d
+        if due is None:
+            return
+        sched = self.retention_schedule
+        t = sched.check_at_or_after(max(due, self.now + 1))
+        if self.retention_at is not None and self.retention_at <= t:
+            return
+        self.retention_at = t
+        self.at(t, self._retention_check, t)
+
+    def _retention_check(self, t: int) -> None:
+        """LogManager.cleanupLogs on each broker holding a replica: UnifiedLog.deleteOldSegments."""
+        if self.retention_at != t:
+            return  # a later schedule replaced this one
+        self.retention_at = None
+        for bid in self.replicas:
+            br = self.brokers[bid]
+            if not br.alive or br.seg is None:
+                continue
+            seg = br.seg
+            seg.update_high_watermark(br.hw)
+            before = seg.log_start_offset
+            gone = seg.retention_pass(self.now)
+            if not gone:
+                continue
+            why = {
+                "RetentionMsBreach": f"retention.ms={self.cfg.log.retention_ms}",
+                "RetentionSizeBreach": f"retention.bytes={self.cfg.log.retention_bytes}",
+                "StartOffsetBreach": "below the log start offset",
+            }
+            names = ", ".join(
+                f"{d.segment.base_offset}-{d.segment.next_offset - 1} ({why.get(d.reason, d.reason)})"
+                for d in gone
+            )
+            self.step(
+                "broker_delete_segments",
+                f"broker-{bid}",
+                f"B{bid} deletes segment{'s' if len(gone) > 1 else ''} {names}; "
+                f"log start offset {before} -> {seg.log_start_offset}",
+                broker=bid,
+            )
+        self._schedule_retention()
 
     def _purgatory_verdict(self, br: Broker, entry: list[Any]) -> str | None:
         """checkEnoughReplicasReachOffset (P 1111-1147): None = keep waiting, "" = success, else an error."""
@@ -1542,6 +1774,8 @@ class Sim:
             return
         removed = br.log[to:]
         del br.log[to:]
+        if br.seg is not None:
+            br.seg.truncate_to(to, self.now)
         for off, (e, r, _b) in enumerate(removed, start=to):
             br.truncated.append({"offset": off, "epoch": e, "record": r, "t_ms": self.now, "why": why})
         br.flushed = min(br.flushed, to)
@@ -2531,7 +2765,7 @@ class Sim:
                 f = fn.__func__
                 if f is _DELIVER:
                     f = args[3].__func__
-                if f not in _HOUSEKEEPING:
+                if f not in _HOUSEKEEPING and f not in _WAKEUPS:
                     return False
         return True
 
@@ -2798,18 +3032,32 @@ class Sim:
             },
         }
         if self.part2:
-            part["log_start_offset"] = self.log_start
+            part["log_start_offset"] = self.log_start_offset()
+            part["segments"] = self.leader_segments()
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out
 
+    def leader_segments(self) -> list[dict[str, int]]:
+        """The leader's segments in offset order, the last one active."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is None or leader.seg is None:
+            return []
+        return [
+            {"base_offset": s.base_offset, "next_offset": s.next_offset, "bytes": s.size_bytes}
+            for s in leader.seg.segments
+        ]
+
     def contract_partition(self) -> dict[str, Any]:
-        """This partition as the contract's part 2 reports it: the leader's offsets and log."""
+        """This partition as the contract's part 2 reports it: the leader's offsets, segments and
+        log from the log start offset."""
         c = self.ctl
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
         log = leader.log if leader is not None else []
+        start = self.log_start_offset()
         entries = []
-        for off in range(self.log_start, len(log)):
+        for off in range(start, len(log)):
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
             entries.append(
@@ -2817,7 +3065,12 @@ class Sim:
                     "offset": off,
                     "key": batch.key if batch is not None else None,
                     "record": record,
-                    "timestamp_ms": batch.first_send if batch is not None else None,
+                    "timestamp_ms": batch.timestamp if batch is not None else None,
+                    "producer_id": PRODUCER_ID if batch is not None and batch.seq >= 0 else -1,
+                    "producer_epoch": batch.pepoch if batch is not None and batch.seq >= 0 else -1,
+                    "sequence": batch.seq + off - leader.batch_offsets[bidx][0]  # type: ignore[union-attr]
+                    if batch is not None and batch.seq >= 0
+                    else -1,
                     "control": None,
                 }
             )
@@ -2828,7 +3081,9 @@ class Sim:
             "hw": hw,
             "leo": len(log),
             "lso": hw,
-            "log_start_offset": self.log_start,
+            "log_start_offset": start,
+            "cleaner_point": start,
+            "segments": self.leader_segments(),
             "log": entries,
         }
 
@@ -2981,6 +3236,8 @@ _LIFECYCLE_API: dict[Any, str] = {
 
 
 _DELIVER = Sim._deliver
+# Events that must happen at their own time: an idle skip stops before them (Clock.skip_idle)
+_WAKEUPS = frozenset({Sim._retention_check})
 # The events of a quiet cluster (Sim.quiet_for_skip): heartbeats, fetches that find nothing new,
 # periodic checks with nothing to do, and the timeouts of requests already answered (a quiet
 # partition has no batch without an outcome and nothing in purgatory)
@@ -3064,12 +3321,13 @@ def run(
         )
         if all_views:
             sim.views = []
-        if clients is not None:
+        if cfg.part2:
             sim.part2 = True
         return sim
 
     sims = [make(p, c) for p, c in enumerate(parts)]
-    if cfg.consumers or any(a.do in CLIENT_ACTIONS or getattr(a, "consumer", None) for a in cfg.actions):
+    if cfg.part2:
+        clock.sims = sims  # part-2 runs may last days: skip the idle stretches
         clients = Clients(
             cfg.consumers,
             clock,
@@ -3079,10 +3337,7 @@ def run(
             offsets_partitions=cfg.timing.offsets_topic_num_partitions,
             offsets_retention_ms=cfg.timing.offsets_retention_ms,
         )
-        for sim in sims:
-            sim.part2 = True
         sims[0].clients = clients
-        clock.sims = sims  # part-2 runs may last days: skip the idle stretches
     for sim in sims:
         sim.start()
     born = [(0, 0)] * len(sims)  # (step, ms) at which each partition was created
@@ -3115,6 +3370,7 @@ def run(
         )
     if clients is not None:
         out.update(clients.result())
+        out["notes"] = list(cfg.notes)
         if multi:
             for entry, extra in zip(out["partitions"], part2, strict=True):
                 entry.update(extra)
@@ -3184,12 +3440,8 @@ def _drive(
         elif do == "settle":
             if one is not None:
                 done = one.settled_after_failover if a.through_failover else one.settled
-            elif a.through_failover:
-                def done() -> bool:
-                    return all(sim.settled_after_failover() for sim in sims)
             else:
-                def done() -> bool:
-                    return all(sim.settled() for sim in sims)
+                done = _all_settled(sims, a.through_failover)
             if not done():
                 clock.run_until(now + a.max_ms, stop=done)
         elif do == "add_partitions":
@@ -3273,6 +3525,11 @@ def _start_late(sim: Sim, clock: Clock, ref: Sim) -> None:
         reg.last_hb = ref.ctl.reg[bid].last_hb
     for rec in sim.mlog:
         rec["t_ms"] = t0
+    for br in sim.brokers.values():  # an empty segment made now, not at 0 (segment.ms counts from it)
+        if br.seg is not None:
+            for segment in br.seg.segments:
+                segment.created_ms += t0
+                segment.last_modified_ms += t0
     sim.now = t0
     # the view Sim.start took is as of time 0: take it again
     if sim.views is not None:
@@ -3317,6 +3574,25 @@ def _client_action(clients: Clients, a: Any) -> None:
         clients.restart(a.consumer)
     else:  # pragma: no cover - the scenario model admits nothing else
         raise ScenarioError([{"path": "actions", "message": f"unknown action {do!r}"}])
+
+
+def _all_settled(sims: list[Sim], through_failover: bool) -> Any:
+    """settle's stop test for several partitions: every one settled. It runs after every event, so
+    it first asks the partition that was unsettled last time (usually still the one)."""
+    tests = [sim.settled_after_failover if through_failover else sim.settled for sim in sims]
+    last = [0]
+
+    def done() -> bool:
+        k = last[0]
+        if not tests[k]():
+            return False
+        for j, test in enumerate(tests):
+            if not test():
+                last[0] = j
+                return False
+        return True
+
+    return done
 
 
 def _apply(sim: Sim, cfg: Config, i: int, a: Any) -> None:

@@ -91,6 +91,13 @@ STEP_KINDS: dict[str, StepKind] = {
         "901-904",
         "a partition's batches leave the accumulator in order: one waiting to be retried holds back the rest",
     ),
+    "producer_bump_epoch": StepKind(
+        "producer",
+        "TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded",
+        "clients/src/main/java/org/apache/kafka/clients/producer/internals/TransactionManager.java",
+        "549-560",
+        "KIP-360: an idempotent producer that meets a gap bumps its epoch and restarts its sequences at 0",
+    ),
     "producer_give_up": StepKind(
         "producer",
         "Sender.failBatch",
@@ -120,6 +127,13 @@ STEP_KINDS: dict[str, StepKind] = {
         "1384-1387",
         "acks=all and the committed ISR is smaller than the effective min ISR: NOT_ENOUGH_REPLICAS "
         "before the append, so nothing is written",
+    ),
+    "leader_reject_out_of_order": StepKind(
+        "broker",
+        "ProducerAppendInfo.checkSequence",
+        "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java",
+        "112-143",
+        "an idempotent batch whose first sequence is not the last one plus 1: OUT_OF_ORDER_SEQUENCE_NUMBER",
     ),
     "leader_append": StepKind(
         "broker",
@@ -526,6 +540,20 @@ STEP_KINDS: dict[str, StepKind] = {
         _CG,
         "",
         "no heartbeat for session.timeout.ms: the coordinator removes the member",
+    ),
+    "broker_delete_segments": StepKind(
+        "broker",
+        "UnifiedLog.deleteOldSegments",
+        _UL,
+        "",
+        "the retention check deletes whole old segments; the log start offset moves to the first kept",
+    ),
+    "group_offsets_expired": StepKind(
+        "coordinator",
+        "OffsetMetadataManager.cleanupExpiredOffsets",
+        _OMM,
+        "862-902",
+        "a committed offset expires: its group has been Empty (or it was committed) for a week",
     ),
     "admin_delete_records": StepKind(
         "operator",
