@@ -90,9 +90,6 @@ def _refuse_unsimulated(cfg: Any) -> None:
     simulator learns it (issues 10 and 12)."""
     if len(cfg.producers) > 1:
         raise problem("producers", "several producer processes are not simulated yet; use one")
-    for i, c in enumerate(cfg.consumers):
-        if c.loop_ms is not None:
-            raise problem(f"consumers[{i}].loop_ms", "a poll loop (loop_ms) is not simulated yet: use poll")
     later = {
         "init_transactions": "transactions",
         "begin_transaction": "transactions",

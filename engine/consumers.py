@@ -45,6 +45,7 @@ class ConsumerProc:
     assigned: list[int] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)  # the next offset poll() returns
     next_auto_commit_ms: int = 0
+    loop_inc: int = -1  # the incarnation whose poll loop is running (loop_ms)
     received: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
 
@@ -85,6 +86,7 @@ class Clients:
         self.member_owner: dict[str, str] = {}  # member id -> consumer id
         self.expiry: dict[str, int] = {}  # a crashed member id -> when its session times out
         self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
+        self.in_tick = False  # a poll loop's tick is running (see run_to)
         self.brokers = sorted(sims[0].brokers)
 
     # ---------------------------------------------------------------------------------------
@@ -95,7 +97,11 @@ class Clients:
         heapq.heappush(clock.q, (t, clock.tick(), self, fn, args))
 
     def run_to(self, t: int, stop: Any = None) -> None:
-        """The application waits (inside a blocking call) while the cluster runs until t."""
+        """The application waits (inside a blocking call) while the cluster runs until t. Inside a
+        poll loop's tick (an event of the clock) nothing can wait: the call's network hops take no
+        simulated time, a simplification of milliseconds against the loop's period."""
+        if self.in_tick:
+            return
         if t > self.clock.now:
             self.clock.run_until(t, stop)
         self.now = self.clock.now
@@ -132,6 +138,7 @@ class Clients:
         c = self.consumers[cid]
         self._start(c)
         c.mode = "subscribe"
+        self._start_loop(c)
         where = f"group {c.group!r}" if c.group else "no group.id: poll() will fail"
         self.step("consumer_subscribe", cid, f"{cid} subscribes to {self.topic} ({where})", consumer=cid)
 
@@ -139,6 +146,7 @@ class Clients:
         c = self.consumers[cid]
         self._start(c)
         c.mode = "assign"
+        self._start_loop(c)
         c.assigned = sorted(set(partitions))
         c.position = {p: c.position[p] for p in c.assigned if p in c.position}
         names = ", ".join(f"P{p}" for p in c.assigned) or "nothing"
@@ -148,7 +156,12 @@ class Clients:
         c = self.consumers[cid]
         entry: dict[str, Any] = {"consumer": cid, "records": [], "error": None}
         self.polls.append(entry)
-        deadline = self.clock.now + timeout_ms
+        self._poll(c, entry, max_records, self.clock.now + timeout_ms)
+
+    def _poll(self, c: ConsumerProc, entry: dict[str, Any], max_records: int | None, deadline: int) -> None:
+        """One KafkaConsumer.poll(): membership, positions, auto-commit, then a fetch that waits
+        (the cluster running) until records arrive or the deadline passes."""
+        cid = c.id
         if not c.alive or c.mode is None:
             entry["error"] = "IllegalStateException"
             why = "is not running" if not c.alive else "has neither subscribed nor assigned partitions"
@@ -275,6 +288,7 @@ class Clients:
         if c.alive:
             return
         self._start(c)
+        self._start_loop(c)
         self.step(
             "consumer_restart", cid, f"{cid} starts again: a new process, no position yet", consumer=cid
         )
@@ -292,6 +306,46 @@ class Clients:
         else:
             text = f"DeleteRecords moves P{partition}'s log start offset {before} -> {low}"
         self.step("admin_delete_records", "admin", text, partition_id=partition)
+
+    # ---------------------------------------------------------------------------------------
+    # the poll loop (loop_ms): the application calls poll() every loop_ms while it runs
+
+    def _start_loop(self, c: ConsumerProc) -> None:
+        if c.spec.loop_ms is not None and c.mode is not None and c.loop_inc != c.incarnation:
+            c.loop_inc = c.incarnation
+            self.at(self.clock.now, self._loop_tick, c.id, c.incarnation)
+
+    def _loop_tick(self, cid: str, incarnation: int) -> None:
+        c = self.consumers[cid]
+        if not c.alive or c.incarnation != incarnation:
+            return
+        self.in_tick = True
+        try:
+            self._poll(c, {"consumer": cid, "records": [], "error": None}, None, self.clock.now)
+        finally:
+            self.in_tick = False
+        self.at(self.clock.now + c.spec.loop_ms, self._loop_tick, cid, incarnation)  # type: ignore[operator]
+
+    def quiet_for_skip(self) -> bool:
+        """True when every poll loop would only find nothing (Clock.skip_idle): each looping consumer
+        has its partitions and positions, and its auto-commits change nothing that matters (off, or
+        a live classic group, whose offsets never expire and whose commits repeat the same offsets)."""
+        for c in self.consumers.values():
+            if c.spec.loop_ms is None or not c.alive or c.mode is None:
+                continue
+            if c.mode == "subscribe" and c.member_id is None:
+                return False
+            if any(p not in c.position for p in c.assigned) or self._has_data(c):
+                return False
+            if c.spec.enable_auto_commit and c.group is not None:
+                if c.mode != "subscribe" or self._committed(c.group) != _keyed(c.position):
+                    return False
+        return True
+
+    def shift_clocks(self, delta: int) -> None:
+        """Move the poll loops' timers with an idle skip (Clock.skip_idle)."""
+        for c in self.consumers.values():
+            c.next_auto_commit_ms += delta
 
     # ---------------------------------------------------------------------------------------
     # inside poll()

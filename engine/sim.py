@@ -368,14 +368,17 @@ class Clock:
         sims = self.sims
         wake = t_end
         for t, _tick, owner, fn, _args in self.q:
-            if t < wake and (owner.__class__ is not Sim or fn.__func__ in _WAKEUPS):
+            if t < wake and not _shiftable(owner, fn):
                 wake = t
         delta = wake - IDLE_MARGIN_MS - self.now
         if delta < IDLE_MARGIN_MS or not all(sim.quiet_for_skip() for sim in sims):
             return
+        clients = sims[0].clients
+        if clients is not None and not clients.quiet_for_skip():
+            return
         moved = []
         for t, tick, owner, fn, args in self.q:
-            if owner.__class__ is Sim and fn.__func__ not in _WAKEUPS:
+            if _shiftable(owner, fn):
                 if fn.__func__ is _DELIVER:
                     args = (*args[:7], args[7] + delta)  # sent_ms moves with the message
                 t += delta
@@ -384,6 +387,8 @@ class Clock:
         self.q[:] = moved
         for sim in sims:
             sim.shift_clocks(delta)
+        if clients is not None:
+            clients.shift_clocks(delta)
         self.now += delta
         for sim in sims:
             sim.now = self.now
@@ -3238,6 +3243,15 @@ _LIFECYCLE_API: dict[Any, str] = {
 _DELIVER = Sim._deliver
 # Events that must happen at their own time: an idle skip stops before them (Clock.skip_idle)
 _WAKEUPS = frozenset({Sim._retention_check})
+_LOOP_TICK = Clients._loop_tick
+
+
+def _shiftable(owner: Any, fn: Any) -> bool:
+    """An event an idle skip moves with the clock: a quiet partition's housekeeping, or a poll
+    loop's tick (the skip happens only when every loop would find nothing)."""
+    if owner.__class__ is Sim:
+        return fn.__func__ not in _WAKEUPS
+    return fn.__func__ is _LOOP_TICK
 # The events of a quiet cluster (Sim.quiet_for_skip): heartbeats, fetches that find nothing new,
 # periodic checks with nothing to do, and the timeouts of requests already answered (a quiet
 # partition has no batch without an outcome and nothing in purgatory)

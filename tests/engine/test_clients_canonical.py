@@ -833,7 +833,6 @@ def test_B4_offsets_expire_only_after_the_group_is_empty():
     assert offsets(tuesday["records"]) == [0, 1, 2, 3, 4], "B4: no offsets, so earliest applies"
 
 
-@NOT_YET("a consumer poll loop (loop_ms) is not simulated yet")
 def test_B4_an_active_group_keeps_its_offsets():
     """§F.B B4 counter-case: one consumer of G stays up, still subscribed, and commits nothing (the
     topic is quiet): nothing expires, because offsets of a topic a live group subscribes to never
@@ -860,7 +859,6 @@ def test_B4_an_active_group_keeps_its_offsets():
     assert position(r, "c0") == {"0": 5}
 
 
-@NOT_YET("a consumer poll loop (loop_ms) is not simulated yet")
 def test_B5_where_the_group_lives_and_what_happens_when_its_coordinator_fails():
     """§F.B B5: group.id=orders -> __consumer_offsets-31 (Java hashCode -1008770331, abs, mod 50 =
     31, §B.1; not murmur2). Its coordinator is the broker that leads partition 31; if that broker
@@ -920,7 +918,7 @@ ON_3 = {"alice": 0, "bob": 0, "carol": 2, "key-1": 0, "key-0": 1}
 ON_4 = {"alice": 1, "bob": 2, "carol": 2, "key-1": 0, "key-0": 1}
 
 
-@NOT_YET("poll loops (loop_ms) and groups of two members are not simulated yet")
+@NOT_YET("groups of two members (rebalancing) are not simulated yet")
 def test_C1_keyed_records_on_three_partitions():
     """§F.C C1 (§C.2 table): alice -> p0, bob -> p0, carol -> p2, key-1 -> p0, key-0 -> p1. Every
     record with key bob goes to p0 and is read in write order by whoever owns p0: with two
@@ -990,7 +988,7 @@ def test_C2_growing_from_3_to_4_partitions():
     # ones in p0" is a possibility, not an outcome the reference fixes.
 
 
-@NOT_YET("poll loops and a group's rebalance onto partitions added after it subscribed are not simulated yet")
+@NOT_YET("a group's rebalance onto partitions added after it subscribed is not simulated yet")
 def test_C2_a_latest_consumer_skips_what_a_new_partition_got_before_it_noticed():
     """§C.4 (the consumer side of C2) and §A.5 (CCfg 178-179): only the group leader watches for a
     new partition count, at its metadata refresh; a new partition has no committed offset, so under
