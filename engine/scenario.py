@@ -194,6 +194,10 @@ class ProducerSpec(_Strict):
     transactional_id: KafkaName | None = Field(None, alias="transactional.id")
     transaction_timeout_ms: IntMs | None = Field(None, alias="transaction.timeout.ms")
     partitioner_ignore_keys: bool | None = Field(None, alias="partitioner.ignore.keys")
+    # Kafka's type is a long, at least 0 (0: the metadata is always stale, refreshed at every send)
+    metadata_max_age_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
+        None, alias="metadata.max.age.ms"
+    )
 
 
 class ProducerItem(ProducerSpec):

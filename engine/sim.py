@@ -36,7 +36,8 @@ from typing import Any
 from . import budget as _budget
 from .budget import BudgetExceeded, snapshot_bytes, step_bytes
 from .consumers import Clients
-from .partitioner import partition_for_key
+from .partitioner import generation_for
+from .producers import ProducerProc
 from .results import LogEntry, PartitionResult, SegmentInfo
 from .scenario import Config, Limits, ScenarioError
 from .segments import LogError, RetentionSchedule, SegmentedLog, batch_size_bytes
@@ -3299,6 +3300,11 @@ BROKER_LEVEL_KINDS = frozenset(
 )
 
 
+# Steps about the whole topic, told once by partition 0's simulation: like the broker-level ones
+# they carry no partition in a several-partition run
+TOPIC_KINDS = frozenset({"admin_create_partitions", "producer_metadata_refresh"})
+
+
 def run(
     cfg: Config,
     limits: Limits,
@@ -3310,11 +3316,14 @@ def run(
 ) -> dict[str, Any]:
     """Run a resolved scenario: every partition's simulation on one clock, then the result."""
     parts = _partition_configs(cfg)
-    multi = len(parts) > 1
+    # add_partitions makes a run of one partition a run of several
+    multi = len(parts) > 1 or bool(cfg.added_assignments)
     clock = Clock(limits, cfg.max_sim_ms)
     used = RunUse()  # one result-size budget for the whole run
-    sims = [
-        Sim(
+    clients: Clients | None = None
+
+    def make(p: int, c: Config) -> Sim:
+        sim = Sim(
             c,
             limits,
             record=steps,
@@ -3325,15 +3334,14 @@ def run(
             partition=p,
             shares_clock=multi,
         )
-        for p, c in enumerate(parts)
-    ]
-    if all_views:
-        for sim in sims:
+        if all_views:
             sim.views = []
-    clients = None
-    if cfg.part2:
-        for sim in sims:
+        if cfg.part2:
             sim.part2 = True
+        return sim
+
+    sims = [make(p, c) for p, c in enumerate(parts)]
+    if cfg.part2:
         clock.sims = sims  # part-2 runs may last days: skip the idle stretches
         clients = Clients(
             cfg.consumers,
@@ -3347,7 +3355,8 @@ def run(
         sims[0].clients = clients
     for sim in sims:
         sim.start()
-    action_t_ms = _drive(cfg, clock, sims, clients)
+    born = [(0, 0)] * len(sims)  # (step, ms) at which each partition was created
+    action_t_ms, chosen = _drive(cfg, clock, sims, clients, make, born)
     clock.budget.check()
     for sim in sims:
         sim.now = clock.now
@@ -3363,7 +3372,16 @@ def run(
             out["action_t_ms"] = action_t_ms
     else:
         out = _merge_partitions(
-            cfg, clock, sims, results, action_t_ms, steps=steps, at_step=at_step, check=check_invariants
+            cfg,
+            clock,
+            sims,
+            results,
+            action_t_ms,
+            chosen,
+            born,
+            steps=steps,
+            at_step=at_step,
+            check=check_invariants,
         )
     if clients is not None:
         out.update(clients.result())
@@ -3376,17 +3394,6 @@ def run(
     return out
 
 
-def _partition_of(action: Any, partitions: int) -> int:
-    """KafkaProducer.partition for one produce: the partition it names; else its key's murmur2
-    hash over every partition of the topic (partitioner.partition_for_key); a keyless produce goes
-    to partition 0 (the sticky partitioner is not modelled yet)."""
-    if action.partition is not None:
-        return action.partition
-    if action.key is not None:
-        return partition_for_key(action.key.encode("utf-8"), partitions)
-    return 0
-
-
 def _partition_configs(cfg: Config) -> list[Config]:
     """One configuration per partition: its replicas. Partitions of one topic replicate
     independently; what they share is the brokers and the clock, and the heartbeat phases, which
@@ -3396,15 +3403,31 @@ def _partition_configs(cfg: Config) -> list[Config]:
     return [dataclasses.replace(cfg, replicas=list(asg), assignments=[list(asg)]) for asg in cfg.assignments]
 
 
-def _drive(cfg: Config, clock: Clock, sims: list[Sim], clients: Clients | None) -> list[int]:
-    """Run the scenario's actions in order; returns the simulated time at which each began.
+def _drive(
+    cfg: Config,
+    clock: Clock,
+    sims: list[Sim],
+    clients: Clients | None,
+    make: Any,
+    born: list[tuple[int, int]],
+) -> tuple[list[int], list[int]]:
+    """Run the scenario's actions in order; returns the simulated time at which each began, and
+    the partition each produce went to.
 
-    A produce goes to its partition's simulation; every other action reaches every partition at
-    the same millisecond; advance and settle run the one clock."""
-    n = len(sims)
-    one = sims[0] if n == 1 else None
+    A produce goes to the partition its producer picks (engine/producers.py); every other action
+    reaches every partition at the same millisecond; advance and settle run the one clock;
+    add_partitions adds partitions to `sims` (and `born`) as it runs."""
+    one = sims[0] if len(sims) == 1 and not cfg.added_assignments else None
+    producers: dict[str, ProducerProc] = {}
+    if one is None:
+        generation = generation_for(cfg.profile.version)
+        for pc in cfg.producers:
+            producers[pc.id] = ProducerProc(
+                pc, sims=sims, clock=clock, seed=cfg.seed, generation=generation, topic=cfg.topic_name
+            )
     produced = 0
     starts: list[int] = []
+    chosen: list[int] = []
     for i, a in enumerate(cfg.actions):
         now = clock.now
         for sim in sims:
@@ -3415,13 +3438,18 @@ def _drive(cfg: Config, clock: Clock, sims: list[Sim], clients: Clients | None) 
         if do == "produce":
             if one is not None:
                 one.produce(a, len(one.batches))
+                chosen.append(0)
                 continue
             if a.records is None:  # name records across the topic, not per partition
                 named = [f"m{produced + k}" for k in range(a.count)]
                 a = a.model_copy(update={"records": named, "count": None})
             produced += len(a.records)
-            sim = sims[_partition_of(a, n)]
+            producer = producers[a.producer or cfg.producers[0].id]
+            p = producer.choose(a)
+            chosen.append(p)
+            sim = sims[p]
             sim.produce(a, len(sim.batches))
+            producer.after_produce(a, p, a.records)
         elif do == "advance":
             clock.run_until(now + a.ms)
         elif do == "settle":
@@ -3431,6 +3459,10 @@ def _drive(cfg: Config, clock: Clock, sims: list[Sim], clients: Clients | None) 
                 done = _all_settled(sims, a.through_failover)
             if not done():
                 clock.run_until(now + a.max_ms, stop=done)
+        elif do == "add_partitions":
+            _add_partitions(cfg, clock, sims, a.count, make, born, i)
+            for producer in producers.values():
+                producer.partitions_added(clock.now)
         elif clients is not None and (do in CLIENT_ACTIONS or getattr(a, "consumer", None) is not None):
             _client_action(clients, a)
         else:
@@ -3438,7 +3470,94 @@ def _drive(cfg: Config, clock: Clock, sims: list[Sim], clients: Clients | None) 
                 _apply(sim, cfg, i, a)
             if clock.stale:
                 clock.refresh_stale()
-    return starts
+    return starts, chosen
+
+
+def _add_partitions(
+    cfg: Config, clock: Clock, sims: list[Sim], count: int, make: Any, born: list[tuple[int, int]], i: int
+) -> None:
+    """CreatePartitions (`kafka-topics --alter --partitions count`): partitions len(sims) to
+    count-1 come into being now, with the replicas resolve() placed for them
+    (`cfg.added_assignments`), each a new `Sim` on the run's clock: leader its first replica,
+    every replica in its ISR, empty. Existing partitions are not touched: no record moves.
+
+    The step comes first, told once for the topic, and the new partitions exist from that step
+    on: a view before it shows them as absent (None), not as empty partitions."""
+    old = len(sims)
+    first = len(cfg.assignments)
+    placed = cfg.added_assignments[old - first : count - first]
+    narrator = sims[0]
+    layout = "; ".join(
+        f"P{old + k} on {', '.join(f'B{b}' for b in replicas)} (leader B{replicas[0]})"
+        for k, replicas in enumerate(placed)
+    )
+    text = (
+        f"CreatePartitions: {cfg.topic_name} grows from {old} to {count} partitions: {layout}. "
+        f"Records already written stay where they are; producers keep using {old} "
+        f"partition{'s' if old != 1 else ''} until their metadata refresh"
+    )
+    if narrator.quiet:
+        narrator.count_step()
+    else:
+        narrator.step("admin_create_partitions", "admin", text)
+    for k, replicas in enumerate(placed):
+        sim = make(old + k, dataclasses.replace(cfg, replicas=list(replicas), assignments=[list(replicas)]))
+        sim.action = i
+        _start_late(sim, clock, sims[0])
+        sims.append(sim)
+        born.append((clock.steps, clock.now))
+
+
+def _start_late(sim: Sim, clock: Clock, ref: Sim) -> None:
+    """Start a partition's simulation at `clock.now`, in step with the partitions already running.
+
+    Sim.start schedules from time 0, so the new partition starts at 0 and then moves forward by
+    now, the way Clock.skip_idle moves a quiet cluster: its events, its message times and the
+    times it compares them with. Its periodic events (broker heartbeats, the leaders' ISR check,
+    the controller's checks) take the times of `ref`'s, and its controller the brokers' last
+    heartbeats, since they are one broker's and one controller's for every partition: a fault
+    after this moment then plays out in every partition at the same milliseconds."""
+    t0 = clock.now
+    sim.now = 0
+    sim.start()
+    periodic: dict[tuple[Any, tuple[Any, ...]], int] = {}
+    for t, _tick, owner, fn, args in clock.q:
+        if owner is ref and fn.__func__ in _PERIODIC:
+            key = (fn.__func__, args)
+            periodic[key] = min(t, periodic.get(key, t))
+    moved = []
+    for t, tick, owner, fn, args in clock.q:
+        if owner is sim:
+            f = fn.__func__
+            if f is _DELIVER:
+                args = (*args[:7], args[7] + t0)  # sent_ms moves with the message
+            t = periodic.get((f, args), t + t0)
+        moved.append((t, tick, owner, fn, args))
+    heapq.heapify(moved)
+    clock.q[:] = moved
+    sim.shift_clocks(t0)
+    for bid, reg in sim.ctl.reg.items():
+        reg.last_hb = ref.ctl.reg[bid].last_hb
+    for rec in sim.mlog:
+        rec["t_ms"] = t0
+    for br in sim.brokers.values():  # an empty segment made now, not at 0 (segment.ms counts from it)
+        if br.seg is not None:
+            for segment in br.seg.segments:
+                segment.created_ms += t0
+                segment.last_modified_ms += t0
+    sim.now = t0
+    # the view Sim.start took is as of time 0: take it again
+    if sim.views is not None:
+        sim.views[-1] = sim.snapshot()
+    if sim.view is not None:
+        sim.view = sim.snapshot()
+
+
+# The periodic events of a partition's simulation that stand for one broker's or the controller's
+# timer, shared by every partition (see _start_late)
+_PERIODIC = frozenset(
+    {Sim._broker_heartbeat, Sim._isr_expiration_tick, Sim._ctl_rebalance_tick, Sim._ctl_unclean_tick}
+)
 
 
 CLIENT_ACTIONS = frozenset({"subscribe", "assign", "poll", "commit", "seek", "stall", "delete_records"})
@@ -3519,10 +3638,13 @@ def _apply(sim: Sim, cfg: Config, i: int, a: Any) -> None:
         raise ScenarioError([{"path": f"actions[{i}].do", "message": f"unknown action {do!r}"}])
 
 
-def _merged_view(views: list[dict[str, Any]]) -> dict[str, Any]:
+def _merged_view(views: list[dict[str, Any] | None]) -> dict[str, Any]:
     """A several-partition view: partition 0's snapshot, plus every partition's under `partitions`,
-    at the time of the latest of them (each partition's snapshot is as of its own latest step)."""
-    return {**views[0], "t_ms": max(v["t_ms"] for v in views), "partitions": views}
+    at the time of the latest of them (each partition's snapshot is as of its own latest step).
+    A partition add_partitions had not created yet at that step is None there: absent, not empty."""
+    first = views[0]
+    assert first is not None
+    return {**first, "t_ms": max(v["t_ms"] for v in views if v is not None), "partitions": views}
 
 
 def _merge_partitions(
@@ -3531,13 +3653,19 @@ def _merge_partitions(
     sims: list[Sim],
     results: list[dict[str, Any]],
     action_t_ms: list[int],
+    chosen: list[int],
+    born: list[tuple[int, int]],
     *,
     steps: bool,
     at_step: int | None,
     check: bool,
 ) -> dict[str, Any]:
     """One result for a several-partition run: steps in the order they happened, each partition's
-    own result under `partitions`, the produce list in the scenario's order."""
+    own result under `partitions`, the produce list in the scenario's order.
+
+    Every list of partitions has one entry per partition the topic has at the end; a partition
+    created by add_partitions after step k is None in the views of steps before it (and its
+    `view` is None in an at_step result that asks for such a step); its entry gives `created_ms`."""
     step_count = clock.steps
     out_views: list[dict[str, Any]] | None = None
     if sims[0].views is not None:
@@ -3552,13 +3680,17 @@ def _merge_partitions(
                 tags = sim.view_steps
                 while counts[p] + 1 < len(tags) and tags[counts[p] + 1] <= k:
                     counts[p] += 1
-            out_views.append(_merged_view([sim.views[counts[p]] for p, sim in enumerate(sims)]))  # type: ignore[index]
+            out_views.append(
+                _merged_view(
+                    [
+                        sim.views[counts[p]] if born[p][0] <= k else None  # type: ignore[index]
+                        for p, sim in enumerate(sims)
+                    ]
+                )
+            )
     produce: list[dict[str, Any]] = []
     taken = [0] * len(sims)
-    for a in cfg.actions:
-        if a.do != "produce":
-            continue
-        p = _partition_of(a, len(sims))
+    for p in chosen:
         produce.append({**results[p]["produce"][taken[p]], "partition": p})
         taken[p] += 1
     first = results[0]
@@ -3578,6 +3710,7 @@ def _merge_partitions(
             {
                 "partition": p,
                 "replicas": sim.replicas,
+                "created_ms": born[p][1],
                 "final": r["final"],
                 "view": r.get("view"),
                 "acked_records": r["acked_records"],
@@ -3593,7 +3726,8 @@ def _merge_partitions(
         for p, r in enumerate(results):
             for st in r["steps"]:
                 entry = dict(st)
-                shared = st["kind"] in BROKER_LEVEL_KINDS and "records" not in st
+                kind = st["kind"]
+                shared = (kind in BROKER_LEVEL_KINDS and "records" not in st) or kind in TOPIC_KINDS
                 entry["partition"] = None if shared else p
                 if not shared:
                     entry["text"] = f"P{p}: {st['text']}"
@@ -3602,7 +3736,10 @@ def _merge_partitions(
         out["steps"] = merged
         out["action_t_ms"] = action_t_ms
     if at_step is not None:
-        views = [r["final"] if at_step >= step_count else r["view"] for r in results]
+        views = [
+            None if at_step < born[p][0] else r["final"] if at_step >= step_count else r["view"]
+            for p, r in enumerate(results)
+        ]
         for part, v in zip(out["partitions"], views, strict=True):
             part["view"] = v
         out["view"] = _merged_view(views)

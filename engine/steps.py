@@ -39,6 +39,8 @@ _FC = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/FetchCo
 _SS = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/SubscriptionState.java"
 _OMM = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/OffsetMetadataManager.java"
 _CG = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classic/ClassicGroup.java"
+_BIP = "clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java"
+_META = "clients/src/main/java/org/apache/kafka/clients/Metadata.java"
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,7 +562,31 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "DeleteRecords moves the log start offset; reads below it get OFFSET_OUT_OF_RANGE",
     ),
-
+    # the partitioner and the topic's partition count (kafka-clients-logs.md §C.3, §C.4)
+    "producer_sticky_partition": StepKind(
+        "producer",
+        "BuiltInPartitioner.nextPartition",
+        _BIP,
+        "66-112",
+        "records without a key: the producer draws the partition it sticks to (at random, weighted "
+        "toward shorter queues) and keeps it until at least batch.size bytes went there (3.3+, KIP-794)",
+    ),
+    "producer_metadata_refresh": StepKind(
+        "producer",
+        "Metadata.timeToNextUpdate",
+        _META,
+        "",
+        "the producer refreshes its metadata (every metadata.max.age.ms, or at once for a partition it "
+        "does not know) and sees the topic's new partition count: keys now hash over it",
+    ),
+    "admin_create_partitions": StepKind(
+        "operator",
+        "ReplicationControlManager.createPartitions",
+        _RCM,
+        "",
+        "CreatePartitions (kafka-topics --alter --partitions) adds partitions; existing records stay "
+        "where they are, and producers learn of the new count at their next metadata refresh",
+    ),
 }
 
 

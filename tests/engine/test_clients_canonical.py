@@ -945,7 +945,7 @@ def test_C1_keyed_records_on_three_partitions():
     assert rows(received(r, "c1")) == [(0, "c1")]
 
 
-@NOT_YET("add_partitions and several producers are not simulated yet")
+@NOT_YET("several producers and producer restarts are not simulated yet (add_partitions is)")
 def test_C2_growing_from_3_to_4_partitions():
     """§F.C C2 (§C.4): nothing moves when partitions are added; a producer re-routes a key only
     after its own metadata refresh (metadata.max.age.ms = 5 min), so for a while two producers split
@@ -988,7 +988,7 @@ def test_C2_growing_from_3_to_4_partitions():
     # ones in p0" is a possibility, not an outcome the reference fixes.
 
 
-@NOT_YET("add_partitions is not simulated yet")
+@NOT_YET("a group's rebalance onto partitions added after it subscribed is not simulated yet")
 def test_C2_a_latest_consumer_skips_what_a_new_partition_got_before_it_noticed():
     """§C.4 (the consumer side of C2) and §A.5 (CCfg 178-179): only the group leader watches for a
     new partition count, at its metadata refresh; a new partition has no committed offset, so under
@@ -1025,7 +1025,6 @@ def runs(partitions: list[int]) -> list[int]:
     return out
 
 
-@NOT_YET("the sticky partitioner for keyless records is not wired into the simulator yet")
 def test_C3_keyless_records_stick_to_a_partition_for_at_least_batch_size_bytes():
     """§F.C C3 (3.3+ defaults, batch.size = 16384, §C.3 BIP 218-227): keyless records stick to one
     partition until at least 16384 bytes were appended there, then the next partition is drawn at
