@@ -26,8 +26,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import _gc_paused as engine_gc_paused  # noqa: E402
+from engine import cluster, sim  # noqa: E402
 from engine import scenario as sc_mod  # noqa: E402
-from engine import sim  # noqa: E402
 
 TARGET_EVENTS_PER_S = 200_000
 TARGET_REPLAY_MS = 20.0
@@ -39,25 +39,25 @@ BIG = sc_mod.Limits(
 )
 
 
-def run_counting(sc: dict) -> tuple[dict, sim.Clock, float]:
+def run_counting(sc: dict) -> tuple[dict, cluster.Clock, float]:
     """simulate() a trusted scenario; also return its clock (events, idle skips) and wall time."""
     from engine import simulate
 
-    clocks: list[sim.Clock] = []
-    original = sim.Clock
+    clocks: list[cluster.Clock] = []
+    original = cluster.Clock
 
     class Counted(original):  # type: ignore[misc, valid-type]
         def __init__(self, *a, **kw):
             super().__init__(*a, **kw)
             clocks.append(self)
 
-    sim.Clock = Counted  # type: ignore[misc]
+    cluster.Clock = Counted  # type: ignore[misc]
     try:
         t0 = time.perf_counter()
         r = simulate(sc, limits=BIG)
         wall = time.perf_counter() - t0
     finally:
-        sim.Clock = original  # type: ignore[misc]
+        cluster.Clock = original  # type: ignore[misc]
     return r, clocks[-1], wall
 
 

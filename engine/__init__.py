@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from . import sim as _sim
+from . import cluster as _cluster
 from .budget import BudgetExceeded, RunBudget, budget, estimate_bytes
 from .budget import current as _current_budget
 from .headroom import headroom
@@ -166,7 +166,7 @@ def simulate(
     _refuse_unsimulated(cfg)
     try:
         with _gc_paused():
-            return _sim.run(
+            return _cluster.run(
                 cfg,
                 limits,
                 steps=steps,

@@ -343,6 +343,9 @@ class Clients:
                     return False
         return True
 
+    def moved_args(self, fn: Any, args: tuple[Any, ...], delta: int) -> tuple[Any, ...]:
+        return args  # a poll loop's tick carries no time
+
     def shift_clocks(self, delta: int) -> None:
         """Move the poll loops' timers with an idle skip (Clock.skip_idle)."""
         for c in self.consumers.values():
