@@ -446,7 +446,9 @@ def test_a_poll_loop_reads_what_arrives_and_its_idle_days_are_skipped():
 def test_part2_produce_entries_name_producer_partition_id_and_epoch():
     """Contract part 2: produce[i] gains producer, partition, producer_id and producer_epoch; a
     part-1 scenario's produce entries keep their shape."""
-    r = simulate(one_broker([], [{"do": "produce", "records": ["a"], "key": "k"}, {"do": "settle"}], partitions=2))
+    r = simulate(
+        one_broker([], [{"do": "produce", "records": ["a"], "key": "k"}, {"do": "settle"}], partitions=2)
+    )
     p = r["produce"][0]
     assert (p["producer"], p["producer_id"], p["producer_epoch"]) == ("producer", 1000, 0)
     assert p["partition"] == r["partitions"][p["partition"]]["partition"]
