@@ -2722,7 +2722,10 @@ class Sim:
                 "leo": b.leo,
                 "hw": b.hw,
                 "flushed": b.flushed,
-                "log": [{"offset": i, "epoch": e, "record": rec} for i, (e, rec, _x) in enumerate(b.log)],
+                "log": [
+                    {"offset": i, "epoch": e, "record": rec, "key": self.batches[x].key if x >= 0 else None}
+                    for i, (e, rec, x) in enumerate(b.log)
+                ],
                 "epoch_cache": [list(x) for x in b.cache],
                 "fetching": b.fetching,
                 "isolated_from": sorted((next(iter(p - {bid})) for p in self.cut if bid in p), key=str),
@@ -3006,6 +3009,8 @@ _HOUSEKEEPING = frozenset(
 
 # Steps about a broker or the operator, which every partition's simulation emits identically; with
 # several partitions they are kept once (from partition 0). Steps that carry records are per partition.
+# steps of the consumers and the admin client (engine/consumers.py), not of one partition's replicas
+CLIENT_KIND_PREFIXES = ("consumer_", "group_", "admin_")
 BROKER_LEVEL_KINDS = frozenset(
     {
         "broker_crash",
@@ -3305,6 +3310,12 @@ def _merge_partitions(
         for p, r in enumerate(results):
             for st in r["steps"]:
                 entry = dict(st)
+                if "consumer" in st or st["kind"].startswith(CLIENT_KIND_PREFIXES):
+                    # the consumers' actor narrates through partition 0; its texts name their
+                    # partitions, and `partition_id` says which one a step is about, if any one
+                    entry["partition"] = st.get("partition_id")
+                    merged.append(entry)
+                    continue
                 shared = st["kind"] in BROKER_LEVEL_KINDS and "records" not in st
                 entry["partition"] = None if shared else p
                 if not shared:
