@@ -420,6 +420,8 @@ class Clients:
             f"{c.id}: {why}; auto.offset.reset={policy} puts P{p}'s position at {where}, {target}",
             consumer=c.id,
             partition_id=p,
+            offset=target,
+            policy=policy,
         )
         return None
 
