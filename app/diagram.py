@@ -862,9 +862,11 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 glyph="",
                 title=c["title"],
             )
-            cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": cell.ty, "ey": cell.ey,
-                          "x2": cell.x2, "my": cell.my,
-                          "key": "" if narrow_cells else short(c["key"], KEY_CHARS)})
+            key = "" if narrow_cells else short(c["key"], KEY_CHARS)
+            # a record without a key has its value in the middle of the cell
+            ty = cell.ty if key else round(cell.my + 4, 1)
+            cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": ty, "ey": cell.ey,
+                          "x2": cell.x2, "my": cell.my, "key": key})
         row["cells"] = cells
         marker_y = cell_y + g.cell_h + 1
         m = dict(r["markers"])

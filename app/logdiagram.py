@@ -186,6 +186,8 @@ def _consumer_lines(consumers: dict[str, Any], received: dict[str, list[dict[str
 
 def _broker_badges(view: dict[str, Any], states: list[dict[str, Any]],
                    groups: dict[str, Any]) -> list[dict[str, Any]]:
+    """One badge per broker (its state and the partitions it leads), and one more for a broker that
+    coordinates consumer groups, so that no badge outgrows a phone's width."""
     brokers = view.get("brokers") or {}
     out = []
     for key in sorted(brokers, key=int):
@@ -193,21 +195,19 @@ def _broker_badges(view: dict[str, Any], states: list[dict[str, Any]],
         bid = int(key)
         leads = [s["number"] for s in states if s["leader"] == bid]
         coordinates = sorted(g for g, st in groups.items() if st.get("coordinator") == bid)
-        roles = []
-        if leads:
-            roles.append("leads " + _partitions_text(leads))
-        if coordinates:
-            roles.append("coordinator of " + ", ".join(coordinates))
         conditions = dg.condition_badges(b, replica=False)
-        glyph = "✖" if conditions and conditions[0]["cls"] == "bad" else "●"
-        text = f"B{bid} {glyph}" + (" " + "; ".join(roles) if roles else "")
-        title_parts = [c["title"] for c in conditions] + [r for r in roles]
-        out.append({
-            "text": text + ("".join(f" · {c['text']}" for c in conditions)),
-            "cls": "bad" if any(c["cls"] == "bad" for c in conditions) else ("leader" if leads else "broker"),
-            "title": f"Broker {bid}: "
-            + ("; ".join(title_parts) if title_parts else "running, leads nothing here"),
-        })
+        bad = any(c["cls"] == "bad" for c in conditions)
+        text = f"B{bid} {'✖' if bad else '●'}" + (" leads " + _partitions_text(leads) if leads else "")
+        text += "".join(f" · {c['text']}" for c in conditions)
+        title = [c["title"] for c in conditions]
+        title.append(f"leads {_partitions_text(leads)}" if leads else "leads no partition of this topic")
+        out.append({"text": text, "cls": "bad" if bad else ("leader" if leads else "broker"),
+                    "title": f"Broker {bid}: " + "; ".join(title)})
+        if coordinates:
+            whom = coordinates[0] if len(coordinates) == 1 else f"{len(coordinates)} groups"
+            out.append({"text": f"B{bid}: coordinator of {whom}", "cls": "broker",
+                        "title": f"Broker {bid} is the group coordinator of {', '.join(coordinates)}: it "
+                                 "keeps their members and committed offsets"})
     return out
 
 
@@ -236,7 +236,8 @@ def _lanes(number: int, consumers: dict[str, Any], groups: dict[str, Any]) -> li
             "title": f"Group {gid} has committed offset {committed} for P{number} (the next record it "
                      f"would read after a restart)",
         })
-    return [lanes[k] for k in sorted(lanes)]
+    first = {c.get("group") or cid: cid for cid, c in sorted(consumers.items(), reverse=True)}
+    return [lanes[k] for k in sorted(lanes, key=lambda k: (first.get(k, "~"), k))]
 
 
 def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any]) -> dict[str, Any]:

@@ -1176,7 +1176,8 @@ def live_log_bounds(result: dict[str, Any]) -> str | None:
                      f"offset {st['leo']} ({readable} record{'s' if readable != 1 else ''} to read)")
     text = "Right now " + "; ".join(parts[:4]) + ("; and more" if len(parts) > 4 else "") + "."
     if all(st["log_start"] == 0 for st in states) and any(st["leo"] for st in states):
-        text += " No record has been removed: the log start offsets are all still 0."
+        text += (" No record has been removed: the log start offset is still 0." if len(states) == 1
+                 else " No record has been removed: the log start offsets are all still 0.")
     return text
 
 
@@ -1263,7 +1264,7 @@ def live_reset_outcome(result: dict[str, Any]) -> str | None:
                   for e in c.get("errors") or []]
     parts = [f"{cid} had no committed offset, so auto.offset.reset={policy[cid]} set its position to "
              f"{', '.join(at)}" for cid, at in sorted(resets.items())]
-    parts += errors[:2]
+    parts += list(dict.fromkeys(errors))[:2]
     if not parts:
         return ("No consumer in your run has needed auto.offset.reset so far: it applies only when a group "
                 "with no committed offset gets a partition, or its offset is out of range.")
