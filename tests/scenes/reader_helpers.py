@@ -27,7 +27,9 @@ def replay(scene: Scene, beat_id: str, overrides: dict | None = None) -> dict[st
     return _cache[key]
 
 
-def judge(scene: Scene, beat_id: str, overrides: dict | None = None, step: int | None = None) -> tuple[bool, str]:
+def judge(
+    scene: Scene, beat_id: str, overrides: dict | None = None, step: int | None = None
+) -> tuple[bool, str]:
     """The scene's challenge verdict on a beat's run at `step` (default: the end)."""
     r = replay(scene, beat_id, overrides)
     step = len(r["steps"]) if step is None else step

@@ -31,8 +31,8 @@ import pytest
 
 import scenes
 from app import presenters
-from app.presenters import KNOB_PLACEHOLDER
 from app.challenges import judge
+from app.presenters import KNOB_PLACEHOLDER
 from app.qa import live_answer
 from app.qa_panel import live_context
 from app.settings import Settings

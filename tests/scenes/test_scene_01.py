@@ -23,7 +23,8 @@ def test_header_knobs_and_beats(s01):
     assert (s01.id, s01.slug, s01.minutes) == ("01", "foundations", 8)
     knobs = {k.key: k for k in s01.knobs}
     assert list(knobs) == ["partitions", "auto.offset.reset"]
-    assert (knobs["partitions"].min, knobs["partitions"].max, knobs["partitions"].target) == (1, 3, "topic.partitions")
+    parts = knobs["partitions"]
+    assert (parts.min, parts.max, parts.target) == (1, 3, "topic.partitions")
     assert knobs["auto.offset.reset"].target == "consumers.auto.offset.reset"
     assert [b.id for b in s01.beats] == BEATS
     assert s01.challenge.goal == "read_before_subscribe"

@@ -30,7 +30,8 @@ def test_header_knobs_and_beats(s02):
 
 def _leader_log_at(r, step):
     view = r["views"][step]
-    return [(e["offset"], e["record"]) for e in view["brokers"]["1"]["log"]], view["partition"]["log_start_offset"]
+    entries = [(e["offset"], e["record"]) for e in view["brokers"]["1"]["log"]]
+    return entries, view["partition"]["log_start_offset"]
 
 
 def test_reading_deletes_nothing(s02):

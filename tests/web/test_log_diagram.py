@@ -54,8 +54,8 @@ def test_positions_follow_the_current_step():
     assert marks(before) == ["c0 position 3"] and marks(after) == ["c0 position 0"]
     assert marks(drawn("02", "replay", 0)[0]) == []  # c0 has not started: no lane at all
     # the wide and the phone drawing say the same
-    assert [label["text"] for r in after["narrow"]["rows"] for lane in r["lanes"] for label in lane["labels"]] \
-        == marks(after)
+    phone = [lb["text"] for r in after["narrow"]["rows"] for lane in r["lanes"] for lb in lane["labels"]]
+    assert phone == marks(after)
     assert any("received a, b, c, a, b, c" in line["text"] for line in after["boxes"][1]["lines"]) is False
     end, _ = drawn("02", "replay", timeline.step_count)
     assert any("received a, b, c, a, b, c" in line["text"] for line in end["boxes"][1]["lines"])
@@ -82,7 +82,8 @@ def test_keys_partitions_and_the_broker_strip():
     assert p0["markers"]["hw"] == 3 and p0["markers"]["leo"] == 3 and p0["markers"]["start"] == 0
     assert [b["text"] for b in d["strip"]] == ["B1 ● leads P0", "B2 ● leads P1", "B3 ● leads P2"]
     described = " ".join(d["description"])
-    assert "Partition 0 (leader B1, log start 0, HW 3, LEO 3): a1 (key alice) at 0, b1 (key bob) at 1" in described
+    assert ("Partition 0 (leader B1, log start 0, HW 3, LEO 3): a1 (key alice) at 0, b1 (key bob) at 1"
+            in described)
 
 
 def test_the_text_alternative_names_consumers_groups_and_markers():
