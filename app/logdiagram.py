@@ -345,6 +345,23 @@ def _log_text(st: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def _broker_words(view: dict[str, Any], states: list[dict[str, Any]], groups: dict[str, Any]) -> list[str]:
+    out = []
+    for key in sorted(view.get("brokers") or {}, key=int):
+        status, _ = dg.broker_status(view["brokers"][key])
+        bid = int(key)
+        text = f"B{bid} {status[2:]}"
+        leads = [s["number"] for s in states if s["leader"] == bid]
+        if leads:
+            text += ", leads " + _partitions_text(leads)
+        coordinates = sorted(g for g, st in groups.items() if st.get("coordinator") == bid)
+        if coordinates:
+            groups_word = "groups " if len(coordinates) > 1 else "group "
+            text += ", coordinator of " + groups_word + ", ".join(coordinates)
+        out.append(text)
+    return out
+
+
 def summary_sentence(timeline: Any, states: list[dict[str, Any]], topic: str) -> str:
     t = timeline.view.get("t_ms", 0)
     parts = []
@@ -400,7 +417,7 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
         if marks:
             text += " Markers: " + "; ".join(marks) + "."
         lines.append(text)
-    lines.append("Brokers: " + "; ".join(b["text"] for b in model["brokers"]) + ".")
+    lines.append("Brokers: " + "; ".join(_broker_words(view, states, groups)) + ".")
     pills = model["pills"]
     if pills:
         lines.append("On the network: " + "; ".join(

@@ -903,6 +903,9 @@ def _idle_brokers(timeline: Timeline) -> list[int]:
     holders = _brokers_with_replicas(timeline)
     if not holders:
         return []
+    # a consumer group's coordinator matters too, replica or not (scenes with consumers)
+    holders |= {int(g["coordinator"]) for g in (timeline.view.get("groups") or {}).values()
+                if g.get("coordinator") is not None}
     brokers = timeline.view.get("brokers", {})
     return [int(k) for k in sorted(brokers, key=int)
             if int(k) not in holders and brokers[k].get("status", "running") == "running"]
