@@ -24,6 +24,7 @@ Record states are shown by pattern, border and a glyph as well as colour:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -432,11 +433,14 @@ def _text_w(text: str, g: Geometry) -> float:
     return round(units * g.char_w + 12, 1)
 
 
-def _flow(items: list[dict[str, Any]], x0: float, y0: float, right: float, g: Geometry, h: float) -> float:
-    """Place badges left to right, wrapping at `right`; return the bottom y."""
+def _flow(
+    items: list[dict[str, Any]], x0: float, y0: float, right: float, g: Geometry, h: float, slack: float = 1.0
+) -> float:
+    """Place badges left to right, wrapping at `right`; return the bottom y. `slack` widens the
+    estimate for long badges, whose estimate errs more."""
     x, y = x0, y0
     for item in items:
-        w = _text_w(item["text"], g)
+        w = round(_text_w(item["text"], g) * slack, 1)
         if x > x0 and x + w > right:
             x, y = x0, y + h + 3
         item.update(x=round(x, 1), y=round(y, 1), w=w, tx=round(x + 5, 1), ty=round(y + h - 3.5, 1))
@@ -468,31 +472,28 @@ def _place_items(items: list[dict[str, Any]], x: float, y: float, g: Geometry) -
     return y
 
 
-def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
-    """SVG coordinates of the model's content in geometry `g`."""
+
+def _top_boxes(
+    model: dict[str, Any],
+    g: Geometry,
+    nodes: tuple[str, str],
+    items_at: dict[str, list[dict[str, Any]]],
+    ports: dict[str, dict[str, float]],
+) -> tuple[list[dict[str, Any]], float, float | None]:
+    """The two boxes over the rows (the producer, and the controller or the consumers): side by
+    side on a wide screen, stacked on a phone. Returns the boxes, the y under them and where the
+    clock goes on a phone (None on a wide screen: it sits on the offsets line)."""
     W = g.width
-    pills = model["pills"]
-    items_at: dict[str, list[dict[str, Any]]] = {}
-    for p in pills:
-        items_at.setdefault(p["at"], []).append({"type": "pill", **p})
-    for t in model["timers"]:
-        items_at.setdefault(f"b{t['broker']}", []).append({"type": "timer", **t})
-
-    widest = max([g.min_cells] + [r["span"] for r in model["rows"] if not r["spare"]])
-    cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
-    narrow_cells = cell_w < 22
-    ports: dict[str, dict[str, float]] = {}
-
-    # the producer and controller boxes
+    left, right = nodes
     y = 6.0
     boxes = []
     if g.stacked:
         clock_y = y + 12
         y += 18
-        specs = [("producer", 6, W - 12), ("controller", 6, W - 12)]
+        specs = [(left, 6, W - 12), (right, 6, W - 12)]
     else:
         clock_y = None
-        specs = [("producer", 6, g.gutter_left - 8), ("controller", g.act_left - 4, W - g.act_left - 2)]
+        specs = [(left, 6, g.gutter_left - 8), (right, g.act_left - 4, W - g.act_left - 2)]
     tops = []
     for node, bx, bw in specs:
         box = model[node]
@@ -532,6 +533,26 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         y += top_h + 6
     for b in boxes:
         ports[b["cls"]] = {"in_y": b["y"] + 10, "x_in": b["x"] + (b["w"] if b["cls"] == "producer" else 0)}
+    return boxes, y, clock_y
+
+
+def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
+    """SVG coordinates of the model's content in geometry `g`."""
+    W = g.width
+    pills = model["pills"]
+    items_at: dict[str, list[dict[str, Any]]] = {}
+    for p in pills:
+        items_at.setdefault(p["at"], []).append({"type": "pill", **p})
+    for t in model["timers"]:
+        items_at.setdefault(f"b{t['broker']}", []).append({"type": "timer", **t})
+
+    widest = max([g.min_cells] + [r["span"] for r in model["rows"] if not r["spare"]])
+    cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
+    narrow_cells = cell_w < 22
+    ports: dict[str, dict[str, float]] = {}
+
+    # the producer and controller boxes
+    boxes, y, clock_y = _top_boxes(model, g, ("producer", "controller"), items_at, ports)
 
     header_y = round(y + 12, 1)
     offsets = [
@@ -719,3 +740,189 @@ def _arrows(
                 tip = f"M{x1 + 4} {y1}l-5 -3.5v7z"
             out.append({"d": d, "tip": tip, "cls": item["cls"], "title": item["title"]})
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# the log diagram (app/logdiagram.py): one row per partition, with its readers' lanes
+
+LANE_H = 15
+KEY_CHARS = 5
+STRIP_LABEL = "Brokers"
+
+
+def _lane_layout(
+    lane: dict[str, Any], x_of: Any, top: float, right: float, g: Geometry
+) -> tuple[dict[str, Any], float]:
+    """A reader lane: its markers (▲ a member's position, ◆ the group's committed offset) at their
+    offsets, markers at one offset sharing one label; a label that would run into the previous
+    one moves down a line. Returns the lane and its bottom y."""
+    at: dict[int, list[dict[str, Any]]] = {}
+    for m in lane["markers"]:
+        at.setdefault(int(m["offset"]), []).append(m)
+    marks = []
+    labels = []
+    line_ends: list[float] = []
+    for offset in sorted(at):
+        group = at[offset]
+        x = x_of(offset)
+        kinds = [m["kind"] for m in group]
+        for k, m in enumerate(sorted(group, key=lambda m: m["kind"] != "position")):
+            dx = 0 if len(kinds) == 1 else -4 + 8 * k  # two marks at one offset sit side by side
+            marks.append({"x": x, "kind": m["kind"], "title": m["title"], "dx": dx})
+        text = " · ".join(m["text"] for m in sorted(group, key=lambda m: m["kind"] != "position"))
+        w = len(text) * g.char_w * 0.92
+        tx, anchor = x + 8, "start"
+        if tx + w > right:
+            tx, anchor = max(x - 8, w + 4), "end"
+        start = tx if anchor == "start" else tx - w
+        end = tx + w if anchor == "start" else tx
+        line = 0
+        while line < len(line_ends) and start < line_ends[line] + 6:
+            line += 1
+        if line == len(line_ends):
+            line_ends.append(end)
+        else:
+            line_ends[line] = end
+        labels.append({"x": round(tx, 1), "anchor": anchor, "line": line, "text": text,
+                       "title": "; ".join(m["title"] for m in group)})
+    lines = max(1, len(line_ends))
+    mark_y = top + 1
+    for mk in marks:
+        mk.update(x=round(mk["x"] + mk["dx"], 1), y=round(mark_y, 1))
+    for lb in labels:
+        lb["y"] = round(top + 10 + lb["line"] * 12, 1)
+    out = {"key": lane["key"], "marks": marks, "labels": labels, "y": round(top, 1)}
+    return out, top + LANE_H + (lines - 1) * 12
+
+
+def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
+    """SVG coordinates of a log diagram's content (app/logdiagram.py) in geometry `g`."""
+    W = g.width
+    items_at: dict[str, list[dict[str, Any]]] = {}
+    for p in model["pills"]:
+        items_at.setdefault(p["at"], []).append({"type": "pill", **p})
+    widest = max([g.min_cells] + [r["span"] for r in model["rows"]])
+    cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
+    narrow_cells = cell_w < 22
+    ports: dict[str, dict[str, float]] = {}
+    boxes, y, clock_y = _top_boxes(model, g, ("producer", "consumers"), items_at, ports)
+
+    # the brokers, one badge each, after a label
+    strip_y = round(y + 12, 1)
+    strip = [dict(b) for b in model["brokers"]]
+    strip_x0 = LABEL_X + len(STRIP_LABEL) * g.char_w + 6
+    y = _flow(strip, strip_x0, y + 1, W - 8, g, BADGE_H, slack=1.08) + 6
+
+    header_y = round(y + 12, 1)
+    offsets = [
+        {"x": round(g.log_left + i * cell_w + cell_w / 2, 1), "text": str(i)}
+        for i in range(int(widest))
+        if not narrow_cells or i % 2 == 0
+    ]
+    y = header_y + 6
+    right = (g.act_left - 6) if not g.stacked else (W - 6)
+
+    rows = []
+    for r in model["rows"]:
+        row = {k: v for k, v in r.items() if k not in ("cells_model", "lanes")}
+        node = f"p{r['id']}"
+        items = [dict(i) for i in items_at.get(node, [])]
+        top = y
+        row["name_y"] = round(top + 14, 1)
+        badges = [dict(b) for b in r["badges"]]
+        conditions = [dict(c) for c in r["conditions"]]
+        if g.stacked:
+            name_w = len(r["label"]) * 9 + 14
+            head_bottom = _flow(badges + conditions, LABEL_X + name_w, top + 3, W - 8, g, BADGE_H)
+            log_top = max(top + 20, head_bottom + 4)
+        else:
+            bottom_b = _flow(badges, LABEL_X, top + 20, g.log_left - 10, g, BADGE_H)
+            head_bottom = (
+                _flow(conditions, LABEL_X, bottom_b + 3, g.log_left - 10, g, BADGE_H)
+                if conditions
+                else bottom_b
+            )
+            log_top = top
+        row["badges"], row["conditions"] = badges, conditions
+        cell_y = log_top + 14
+        x_of = lambda off: round(g.log_left + off * cell_w - 1, 1)  # noqa: E731
+        cells = []
+        for c in r["cells_model"]:
+            cell = Cell(
+                x=g.log_left + c["offset"] * cell_w,
+                y=cell_y,
+                w=cell_w - 2,
+                h=g.cell_h,
+                text="" if narrow_cells else short(c["record"]),
+                record=c["record"],
+                offset=c["offset"],
+                epoch=None,
+                epoch_class="ep0",
+                state=c["state"],
+                glyph="",
+                title=c["title"],
+            )
+            key = "" if narrow_cells else short(c["key"], KEY_CHARS)
+            # a record without a key has its value in the middle of the cell
+            ty = cell.ty if key else round(cell.my + 4, 1)
+            cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": ty, "ey": cell.ey,
+                          "x2": cell.x2, "my": cell.my, "key": key})
+        row["cells"] = cells
+        marker_y = cell_y + g.cell_h + 1
+        m = dict(r["markers"])
+        m["hw_x"] = x_of(m["hw"])
+        m["leo_x"] = x_of(m["leo"])
+        m["start_x"] = x_of(m["start"])
+        m["tip_y"] = round(marker_y, 1)
+        label_w = len(m["text"]) * 5.9
+        if m["leo_x"] + 8 + label_w <= right:
+            m["text_x"], m["anchor"] = round(m["leo_x"] + 8, 1), "start"
+        else:
+            m["text_x"], m["anchor"] = round(m["leo_x"] - 8, 1), "end"
+        m["text_y"] = round(marker_y + 10, 1)
+        row["markers"] = m
+        row["cell_y"] = round(cell_y, 1)
+        row["hw_label_y"] = round(cell_y - 3, 1)
+        row["marker_top"] = round(cell_y - 2, 1)
+        row["marker_bottom"] = round(cell_y + g.cell_h + 2, 1)
+        lane_y = marker_y + 15
+        lanes = []
+        for lane in r["lanes"]:
+            placed, lane_y = _lane_layout(lane, x_of, lane_y, right, g)
+            lanes.append(placed)
+        row["lanes"] = lanes
+        lanes_bottom = lane_y if lanes else marker_y + 12
+        if g.stacked:
+            bottom = _place_items(items, g.act_left, lanes_bottom + 4, g) if items else lanes_bottom
+        else:
+            acts_bottom = _place_items(items, g.act_left, top + 4, g) if items else top
+            bottom = max(lanes_bottom, head_bottom, acts_bottom)
+        row["acts"] = items
+        row["band_y"] = round(top, 1)
+        row["band_h"] = round(bottom + 4 - top, 1)
+        row["mid_y"] = round(cell_y + g.cell_h / 2, 1)
+        row["spare"] = False
+        ports[node] = {"in_y": row["mid_y"]}
+        rows.append(row)
+        y = bottom + 8
+
+    arrows = [] if g.stacked else _arrows(boxes, rows, ports, g)
+    return {
+        "geometry": g.name,
+        "width": W,
+        "height": round(y + 2),
+        "boxes": boxes,
+        "strip": strip,
+        "strip_label": STRIP_LABEL,
+        "strip_y": strip_y,
+        "rows": rows,
+        "offsets": offsets,
+        "header_y": header_y,
+        "clock_x": W - 8,
+        "clock_y": round(clock_y if clock_y is not None else header_y, 1),
+        "arrows": arrows,
+        "narrow": narrow_cells,
+        "show_epoch": False,
+        "label_x": LABEL_X,
+        "log_left": g.log_left,
+    }

@@ -194,6 +194,14 @@ def repeat_title(
     fetches = _count(folded, "follower_fetch")
     if fetches and fetches * 2 >= len(folded):
         return f"Followers fetched {fetches} more time{'s' if fetches != 1 else ''} {over}."
+    # rounds that each carried other records (one record after another, produced and stored):
+    # name the records, and quote the first folded step rather than the round already shown
+    shown_records = {str(r) for s in round_steps for r in (s.get("records") or [])}
+    folded_records = list(dict.fromkeys(str(r) for s in folded for r in (s.get("records") or [])))
+    if folded_records and not set(folded_records) <= shown_records:
+        example = str(folded[0].get("text", "")).rstrip(".")
+        return (f"The same happened {rounds} more time{'s' if rounds != 1 else ''} {over}, for "
+                f"{', '.join(folded_records)}: e.g. {example}.")
     others = len(round_steps) - 1
     more = f" (and {others} more step{'s' if others > 1 else ''})" if others else ""
     return f"The same happened {rounds} more time{'s' if rounds != 1 else ''} {over}, e.g. {first}{more}."

@@ -19,8 +19,8 @@ from typing import Any
 
 import engine
 import scenes
+from app import challenges, frames, ledger, logdiagram, urls
 from app import diagram as dg
-from app import frames, ledger, urls
 from app.glossary import link_segments
 from app.simulation import Timeline
 from app.sources import link_citations
@@ -258,7 +258,7 @@ def compare_panel(
     other = run.timeline
     out["label"] = _label_for(compare.label, other)
     # with several partitions the comparison draws the partition the main diagram draws
-    main_partition = _current_partition(timeline) if "partitions" in timeline.result else None
+    main_partition = _current_partition(timeline) if several_partitions(timeline) else None
     out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition)
     out["outcomes"] = produce_outcomes(other)
     out["same_as_main"] = run.same_as_main
@@ -280,6 +280,13 @@ def compare_panel(
 # the diagram (content and geometry in app/diagram.py)
 
 
+def several_partitions(timeline: Timeline) -> bool:
+    """Whether the run has several partitions. The result's `partitions` alone does not say: a
+    one-partition run with consumers has the contract's `partitions` list too."""
+    parts = timeline.result.get("partitions")
+    return isinstance(parts, list) and len(parts) > 1
+
+
 def _current_partition(timeline: Timeline) -> int:
     """With several partitions the diagram follows the partition the current step is about (the
     last step that named one), so a step in partition 3 is drawn in partition 3."""
@@ -293,7 +300,7 @@ def _partition_view(
     timeline: Timeline, partition: int | None = None
 ) -> tuple[dict[str, Any], int | None, int]:
     """(the snapshot to draw, its partition number or None with one partition, partition count)."""
-    if "partitions" not in timeline.result:
+    if not several_partitions(timeline):
         return timeline.view, None, 1
     count = len(timeline.result["partitions"])
     number = min(_current_partition(timeline) if partition is None else partition, count - 1)
@@ -443,7 +450,10 @@ def diagram(
     """The cluster at the timeline's step, laid out for a wide screen (the top-level keys) and for
     a phone (`narrow`). `id_prefix` keeps element ids unique when a page shows two diagrams; only
     the first one (`defs`) defines the shared patterns. With several partitions it draws
-    `partition`, by default the one the current step is about."""
+    `partition`, by default the one the current step is about. A scene with consumers draws every
+    partition's log and its readers instead (app/logdiagram.py)."""
+    if logdiagram.log_mode(scenario):
+        return logdiagram.diagram(timeline, scenario, id_prefix=id_prefix, defs=defs)
     view, number, count = _partition_view(timeline, partition)
     partition = view.get("partition", {})
     brokers_state = view.get("brokers", {})
@@ -840,7 +850,7 @@ def key_moments_panel(
 def _brokers_with_replicas(timeline: Timeline) -> set[int]:
     """Brokers that hold a replica of any partition of the topic."""
     partitions = timeline.result.get("partitions")
-    if partitions:
+    if partitions and all("replicas" in p for p in partitions):
         return {b for p in partitions for b in p.get("replicas", [])}
     return set(timeline.view.get("partition", {}).get("replicas", []))
 
@@ -893,6 +903,9 @@ def _idle_brokers(timeline: Timeline) -> list[int]:
     holders = _brokers_with_replicas(timeline)
     if not holders:
         return []
+    # a consumer group's coordinator matters too, replica or not (scenes with consumers)
+    holders |= {int(g["coordinator"]) for g in (timeline.view.get("groups") or {}).values()
+                if g.get("coordinator") is not None}
     brokers = timeline.view.get("brokers", {})
     return [int(k) for k in sorted(brokers, key=int)
             if int(k) not in holders and brokers[k].get("status", "running") == "running"]
@@ -1185,6 +1198,8 @@ def challenge_panel(
     challenge = getattr(scene, "challenge", None)
     if challenge is None:
         return None
+    if challenge.goal != "lose_acked_write":
+        return _reader_challenge(challenge, timeline, sandbox=sandbox)
     step = timeline.step
     now = ledger_at(timeline)
     lost, acked = now["lost"], now["acked"]
@@ -1220,6 +1235,26 @@ def challenge_panel(
         "verdict": verdict,
         "lost": lost,
         "lost_step": first[0] if first is not None else None,
+    }
+
+
+def _reader_challenge(challenge: Any, timeline: Timeline, *, sandbox: bool) -> dict[str, Any]:
+    """A challenge about logs and their readers (app/challenges.py), judged at this step."""
+    met, said = challenges.judge(challenge.goal, timeline)
+    if met and sandbox:
+        verdict = "Done: " + said
+    elif met:
+        verdict = ("This beat, as written, already does it: " + said + " That is the course's "
+                   "demonstration; your turn is in another beat.")
+    else:
+        verdict = "Not yet: " + said
+    return {
+        "title": challenge.title,
+        "text": inline(challenge.text),
+        "solved": met and sandbox,
+        "verdict": verdict,
+        "lost": [],
+        "lost_step": None,
     }
 
 

@@ -1104,3 +1104,243 @@ LIVE["live_slowest_follower"] = live_slowest_follower
 LIVE["live_replication_rule"] = live_replication_rule
 LIVE["live_copies_by_rack"] = live_copies_by_rack
 LIVE["live_cap_position"] = live_cap_position
+
+
+# --------------------------------------------------------------------------------------------
+# live answers for scenes 01, 01a and 02 (logs, keys, consumers, groups): each reads the state at
+# the moment described (the step's view, else the end of the run) and the steps so far; what
+# poll() returned comes from the steps, or from the run's `consumers` when there are no steps
+
+
+def _partition_states(result: dict[str, Any]) -> list[dict[str, Any]]:
+    from app.logdiagram import partition_state
+
+    return [partition_state(snap, i) for i, snap in enumerate(_snapshots(result))]
+
+
+def _clients(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    state = _state(result)
+    return state.get("consumers") or {}, state.get("groups") or {}
+
+
+def _received(result: dict[str, Any]) -> dict[str, list[str]]:
+    from app.logdiagram import received_so_far
+
+    if result.get("steps") is not None or isinstance(result.get("view"), dict):
+        so_far = received_so_far(_steps_so_far(result))
+        return {cid: [r["record"] for r in rows] for cid, rows in so_far.items()}
+    return {cid: [str(r["record"]) for r in c.get("received") or []]
+            for cid, c in (result.get("consumers") or {}).items()}
+
+
+def _offsets_text(offsets: dict[str, Any]) -> str:
+    return ", ".join(f"P{p} {o}" for p, o in sorted(offsets.items(), key=lambda kv: int(kv[0])))
+
+
+def _started(consumers: dict[str, Any]) -> list[str]:
+    return [cid for cid in sorted(consumers) if (consumers[cid].get("status") or "idle") != "idle"
+            or consumers[cid].get("alive")]
+
+
+def _reset_policy(result: dict[str, Any], cid: str) -> str | None:
+    for c in (result.get("scenario") or {}).get("consumers") or []:
+        if c.get("id") == cid:
+            return str(c.get("auto.offset.reset", "latest"))
+    return None
+
+
+def live_partition_load(result: dict[str, Any]) -> str | None:
+    states = _partition_states(result)
+    if len(states) == 1:
+        st = states[0]
+        n = st["leo"] - st["log_start"]
+        lead = f"led by B{st['leader']}" if st["leader"] is not None else "with no leader right now"
+        return (f"Your topic has one partition, {lead}, holding {n} record{'s' if n != 1 else ''}; with more "
+                "partitions each would be a log of its own on a broker of its own.")
+    parts = []
+    for st in states:
+        kept = [str(e.get("record")) for e in st["log"] if int(e["offset"]) >= st["log_start"]]
+        lead = f"B{st['leader']}" if st["leader"] is not None else "no leader"
+        held = f"{len(kept)} ({_records(kept, 4)})" if kept else "nothing"
+        parts.append(f"P{st['number']} on {lead} holds {held}")
+    return f"Your topic has {len(states)} partitions right now: " + "; ".join(parts) + "."
+
+
+def live_log_bounds(result: dict[str, Any]) -> str | None:
+    states = _partition_states(result)
+    parts = []
+    for st in states:
+        name = f"P{st['number']}"
+        readable = st["hw"] - st["log_start"]
+        parts.append(f"{name} has log start offset {st['log_start']}, high watermark {st['hw']} and log end "
+                     f"offset {st['leo']} ({readable} record{'s' if readable != 1 else ''} to read)")
+    text = "; ".join(parts[:4]) + ("; and more" if len(parts) > 4 else "") + "."
+    text = text[0].upper() + text[1:]
+    if all(st["log_start"] == 0 for st in states) and any(st["leo"] for st in states):
+        text += (" No record has been removed: the log start offset is still 0." if len(states) == 1
+                 else " No record has been removed: the log start offsets are all still 0.")
+    return text
+
+
+def live_committed_offsets(result: dict[str, Any]) -> str | None:
+    consumers, groups = _clients(result)
+    started = _started(consumers)
+    if not started:
+        return "No consumer has started in your run yet, so there is no position and no committed offset."
+    parts = []
+    for cid in started[:3]:
+        c = consumers[cid]
+        group = c.get("group")
+        where = _offsets_text(c.get("position") or {})
+        if c.get("alive"):
+            text = f"{cid}'s position is {where}" if where else f"{cid} has no position yet"
+        else:
+            text = f"{cid} is not running, so it has no position"
+        if group:
+            committed = (groups.get(group) or {}).get("committed") or {}
+            if committed:
+                text += f"; group {group} has committed {_offsets_text(committed)}"
+            else:
+                policy = _reset_policy(result, cid)
+                knob = f"auto.offset.reset={policy}" if policy else "auto.offset.reset"
+                then = f" {knob} would decide"
+                text += f"; group {group} has committed nothing, so after a restart{then} where it starts"
+        parts.append(text)
+    return "In your run: " + ". ".join(parts) + "."
+
+
+def live_group_state(result: dict[str, Any]) -> str | None:
+    consumers, groups = _clients(result)
+    if not groups:
+        return ("No group has formed in your run yet: a group forms in its first member's poll(), after the "
+                "3 s group.initial.rebalance.delay.ms.")
+    parts = []
+    for gid in sorted(groups)[:3]:
+        g = groups[gid]
+        members = g.get("members") or {}
+        who = ", ".join(f"{m} owning {', '.join(f'P{p}' for p in ps) or 'nothing'}"
+                        for m, ps in sorted(members.items()))
+        text = f"group {gid} is {g.get('state')} at generation {g.get('generation')}"
+        text += f" with {who}" if who else " with no member"
+        history = g.get("history") or []
+        if history:
+            text += f"; its first rebalance finished at {history[0]['t_ms'] / 1000:.3f} s"
+        parts.append(text)
+    return "In your run, " + "; ".join(parts) + "."
+
+
+def live_key_partitions(result: dict[str, Any]) -> str | None:
+    states = _partition_states(result)
+    where: dict[str, list[int]] = {}
+    for st in states:
+        for e in st["log"]:
+            if e.get("key") is not None and int(e["offset"]) >= st["log_start"]:
+                where.setdefault(str(e["key"]), [])
+                if st["number"] not in where[str(e["key"])]:
+                    where[str(e["key"])].append(st["number"])
+    if not where:
+        return "Your run has no record with a key in the topic yet."
+    keys = sorted(where)
+    said = "; ".join(f"{k} in {', '.join(f'P{p}' for p in sorted(where[k]))}" for k in keys[:6])
+    used = sorted({p for ps in where.values() for p in ps})
+    n = len(states)
+    return (f"With {n} partition{'s' if n != 1 else ''}, your keys sit like this: {said}. "
+            f"{len(keys)} key{'s' if len(keys) != 1 else ''} use {len(used)} of the {n} partitions.")
+
+
+def live_reset_outcome(result: dict[str, Any]) -> str | None:
+    steps = _steps_so_far(result)
+    resets: dict[str, list[str]] = {}
+    policy: dict[str, str] = {}
+    errors: list[str] = []
+    for s in steps:
+        cid = str(s.get("consumer"))
+        if s.get("kind") == "consumer_reset_offset" and s.get("offset") is not None:
+            resets.setdefault(cid, []).append(f"P{s.get('partition_id', 0)} {s['offset']}")
+            policy[cid] = str(s.get("policy"))
+        elif s.get("kind") in ("consumer_error", "consumer_out_of_range") and s.get("error"):
+            errors.append(f"{cid}'s poll() threw {s['error']}")
+    if not steps and result.get("consumers"):
+        errors = [f"{cid}'s poll() threw {e['error']}" for cid, c in result["consumers"].items()
+                  for e in c.get("errors") or []]
+    parts = [f"{cid} had no committed offset, so auto.offset.reset={policy[cid]} set its position to "
+             f"{', '.join(at)}" for cid, at in sorted(resets.items())]
+    parts += list(dict.fromkeys(errors))[:2]
+    if not parts:
+        return ("No consumer in your run has needed auto.offset.reset so far: it applies only when a group "
+                "with no committed offset gets a partition, or its offset is out of range.")
+    return "In your run, " + "; ".join(parts) + "."
+
+
+def live_groups(result: dict[str, Any]) -> str | None:
+    consumers, groups = _clients(result)
+    started = _started(consumers)
+    if not started:
+        return "No consumer has started reading in your run yet."
+    by_group: dict[str, list[str]] = {}
+    for cid in started:
+        c = consumers[cid]
+        where = _offsets_text(c.get("position") or {}) if c.get("alive") else ""
+        by_group.setdefault(str(c.get("group") or cid), []).append(
+            f"{cid} at {where}" if where else f"{cid} ({'no position yet' if c.get('alive') else 'stopped'})")
+    parts = []
+    for gid in sorted(by_group):
+        committed = (groups.get(gid) or {}).get("committed") or {}
+        said = f"committed {_offsets_text(committed)}" if committed else "nothing committed"
+        parts.append(f"{gid}: {', '.join(by_group[gid])}, {said}")
+    n = len(by_group)
+    return (f"Your run has {n} group{'s' if n != 1 else ''} reading the topic, each on its own: "
+            + "; ".join(parts) + ".")
+
+
+def live_received(result: dict[str, Any]) -> str | None:
+    got = _received(result)
+    got = {cid: recs for cid, recs in got.items() if recs}
+    if not got:
+        return "poll() has returned no record to any consumer in your run yet."
+    parts = []
+    for cid in sorted(got)[:3]:
+        recs = got[cid]
+        twice = sorted({r for r in recs if recs.count(r) > 1})
+        text = f"{cid} has received {_records(recs, 8)}"
+        if twice:
+            text += f", so {_records(twice, 4)} went through its processing more than once"
+        parts.append(text)
+    return "In your run, " + "; ".join(parts) + "."
+
+
+def live_lag(result: dict[str, Any]) -> str | None:
+    consumers, groups = _clients(result)
+    states = {st["number"]: st for st in _partition_states(result)}
+    parts = []
+    for cid in _started(consumers)[:3]:
+        c = consumers[cid]
+        group = c.get("group") or cid
+        for p, pos in sorted((c.get("position") or {}).items(), key=lambda kv: int(kv[0])):
+            st = states.get(int(p))
+            if st is None or not c.get("alive"):
+                continue
+            behind = max(0, st["hw"] - int(pos))
+            committed = ((groups.get(group) or {}).get("committed") or {}).get(p)
+            text = (f"group {group} in P{p}: HW {st['hw']}, {cid}'s position {pos}, so {behind} record"
+                    f"{'s' if behind != 1 else ''} behind")
+            if committed is not None:
+                lag = max(0, st["hw"] - int(committed))
+                text += f"; measured from its committed offset {committed}, {lag}"
+            else:
+                text += "; with nothing committed, a tool that reads committed offsets cannot measure it"
+            parts.append(text)
+    if not parts:
+        return "No running consumer has a position in your run yet, so there is no lag to measure."
+    return ". ".join(p[0].upper() + p[1:] for p in parts[:4]) + "."
+
+
+LIVE["live_partition_load"] = live_partition_load
+LIVE["live_log_bounds"] = live_log_bounds
+LIVE["live_committed_offsets"] = live_committed_offsets
+LIVE["live_group_state"] = live_group_state
+LIVE["live_key_partitions"] = live_key_partitions
+LIVE["live_reset_outcome"] = live_reset_outcome
+LIVE["live_groups"] = live_groups
+LIVE["live_received"] = live_received
+LIVE["live_lag"] = live_lag

@@ -45,7 +45,12 @@ def _sources(item: Any) -> list[dict[str, Any]]:
 
 # The run's end-of-timeline fields: a live answer describes the current step, so it never sees them
 # (the step's view carries the engine's ledger as of that step instead).
-END_OF_RUN_KEYS = ("final", "acked_records", "lost_acked_records", "visible_records", "duplicate_records")
+END_OF_RUN_KEYS = ("final", "acked_records", "lost_acked_records", "visible_records", "duplicate_records",
+                   # the clients' end of run (contract part 2): the step's view has its own consumers
+                   # and groups, and the steps so far hold the polls and commits made by then
+                   "polls", "commits", "consumers", "groups",
+                   # a partition's contract fields describe the end of the run too
+                   "leader", "hw", "leo", "lso", "log_start_offset", "log")
 
 
 def live_context(timeline: Timeline) -> dict[str, Any]:

@@ -200,7 +200,9 @@ class Simulator:
             return self._view(key, at_step)
         view = views[min(at_step, len(views) - 1)]
         out: dict[str, Any] = {"view": view}
-        if "partitions" in replay:
+        # several partitions: each view holds every partition's snapshot (a one-partition run with
+        # consumers also has the contract's `partitions` list in its result, but no such views)
+        if "partitions" in replay and isinstance(view.get("partitions"), list):
             pairs = zip(replay["partitions"], view["partitions"], strict=True)
             out["partitions"] = [{**p, "view": v} for p, v in pairs]
         return out

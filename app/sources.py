@@ -35,6 +35,7 @@ KIP_PAGES: dict[int, str] = {
     106: "KIP-106+-+Change+Default+unclean.leader.election.enabled+from+True+to+False",
     250: "KIP-250+Add+Support+for+Quorum-based+Producer+Acknowledgment",
     279: "KIP-279%3A+Fix+log+divergence+between+leader+and+follower+after+fast+leader+fail+over",
+    480: "KIP-480%3A+Sticky+Partitioner",
     320: "KIP-320%3A+Allow+fetchers+to+detect+and+handle+log+truncation",
     392: "KIP-392%3A+Allow+consumers+to+fetch+from+closest+replica",
     500: "KIP-500%3A+Replace+ZooKeeper+with+a+Self-Managed+Metadata+Quorum",
@@ -42,14 +43,20 @@ KIP_PAGES: dict[int, str] = {
     595: "KIP-595%3A+A+Raft+Protocol+for+the+Metadata+Quorum",
     630: "KIP-630%3A+Kafka+Raft+Snapshot",
     631: "KIP-631%3A+The+Quorum-based+Kafka+Controller",
+    794: "KIP-794%3A+Strictly+Uniform+Sticky+Partitioner",
     926: "KIP-926%3A+introducing+acks%3Dmin.insync.replicas+config",
     966: "KIP-966%3A+Eligible+Leader+Replicas",
+    1030: "KIP-1030%3A+Change+constraints+and+default+values+for+various+configurations",
 }
 JIRA_URL = "https://issues.apache.org/jira/browse/"
 _DOCS = "https://kafka.apache.org/documentation/"
 # Named public documents the course cites, spelled exactly like this in citations.
 DOC_LINKS: dict[str, str] = {
     "Kafka documentation: Replicated Logs": _DOCS + "#design_replicatedlog",
+    "Kafka documentation: Main Concepts and Terminology": _DOCS + "#intro_concepts_and_terms",
+    "Kafka documentation: Consumer Position": _DOCS + "#design_consumerposition",
+    "Kafka documentation: Log Compaction": _DOCS + "#compaction",
+    "Kafka documentation: consumer configs": _DOCS + "#consumerconfigs",
     "Kafka documentation: Persistence": _DOCS + "#design_filesystem",
     "Kafka documentation: producer configs": _DOCS + "#producerconfigs",
     "Kafka documentation: topic configs": _DOCS + "#topicconfigs",
@@ -92,6 +99,24 @@ _SOURCE_PATHS = (
     "clients/src/main/java/org/apache/kafka/common/config/TopicConfig.java",
     "clients/src/main/java/org/apache/kafka/clients/producer/ProducerConfig.java",
     "clients/src/main/java/org/apache/kafka/clients/producer/internals/Sender.java",
+    # the clients and the group coordinator (scenes 01-02)
+    "clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java",
+    "clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java",
+    "clients/src/main/java/org/apache/kafka/common/utils/Utils.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/KafkaConsumer.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/ConsumerConfig.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/internals/ConsumerCoordinator.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/internals/AbstractCoordinator.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/internals/SubscriptionState.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/internals/FetchCollector.java",
+    "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/OffsetMetadataManager.java",
+    "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java",
+    "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorService.java",
+    "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupCoordinatorConfig.java",
+    "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classic/ClassicGroup.java",
+    "core/src/main/scala/kafka/log/LocalLog.scala",
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/LogConfig.java",
+    "server-common/src/main/java/org/apache/kafka/server/config/ServerLogConfigs.java",
 )
 SOURCE_FILES: dict[str, str] = {path.rsplit("/", 1)[1]: path for path in _SOURCE_PATHS}
 

@@ -17,7 +17,7 @@ from .partitioner import generation_for
 from .producers import ProducerProc
 from .scenario import Config, Limits, ScenarioError
 from .sim import _WAKEUPS, Sim
-from .state import BROKER_LEVEL_KINDS, TOPIC_KINDS
+from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, TOPIC_KINDS
 
 _LOOP_TICK = Clients._loop_tick
 
@@ -452,6 +452,12 @@ def _merge_partitions(
             for st in r["steps"]:
                 entry = dict(st)
                 kind = st["kind"]
+                if "consumer" in st or kind.startswith(CLIENT_KIND_PREFIXES):
+                    # the consumers' actor narrates through partition 0; its texts name their
+                    # partitions, and `partition_id` says which one a step is about, if any one
+                    entry["partition"] = st.get("partition_id")
+                    merged.append(entry)
+                    continue
                 shared = (kind in BROKER_LEVEL_KINDS and "records" not in st) or kind in TOPIC_KINDS
                 entry["partition"] = None if shared else p
                 if not shared:

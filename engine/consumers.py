@@ -38,6 +38,7 @@ class ConsumerProc:
 
     spec: ConsumerConfig
     alive: bool = False
+    status: str = "idle"  # "idle" (never started) | "running" | "crashed" | "closed"
     mode: str | None = None  # "subscribe" | "assign" | None (neither yet)
     incarnation: int = 0  # bumps on every start and stop: stale timers check it
     member_id: str | None = None
@@ -260,6 +261,7 @@ class Clients:
             return
         member = c.member_id
         self._stop(c)
+        c.status = "crashed"
         self.step(
             "consumer_crash",
             cid,
@@ -278,6 +280,7 @@ class Clients:
             self._send_commit(c, dict(c.position), wait=True, why="close() auto-commit")
         member = c.member_id
         self._stop(c)
+        c.status = "closed"
         left = ""
         if member is not None and c.group is not None:
             self._leave(c.group, member)
@@ -428,7 +431,7 @@ class Clients:
             self.step(
                 "consumer_fetch_offsets",
                 c.id,
-                f"{c.id} fetches group {c.group!r}'s committed offsets: {said}",
+                f"{c.id} fetches the committed offsets of group {c.group!r}: {said}",
                 consumer=c.id,
             )
         for p in missing:
@@ -461,6 +464,8 @@ class Clients:
             f"{c.id}: {why}; auto.offset.reset={policy} puts P{p}'s position at {where}, {target}",
             consumer=c.id,
             partition_id=p,
+            offset=target,
+            policy=policy,
         )
         return None
 
@@ -525,6 +530,7 @@ class Clients:
             f"{c.id}.poll() returns {listed}; position {moved}",
             consumer=c.id,
             records=[g[2][1] for g in got],
+            got=[[p, off] for p, off, _entry in got],
         )
 
     # ---------------------------------------------------------------------------------------
@@ -553,7 +559,7 @@ class Clients:
             self.step(
                 "consumer_commit",
                 c.id,
-                f"{c.id}'s {why} stores group {c.group!r}'s offsets {said} "
+                f"{c.id}'s {why} stores offsets {said} for group {c.group!r} "
                 f"(the next offsets to read) on coordinator B{coordinator}",
                 consumer=c.id,
             )
@@ -631,6 +637,7 @@ class Clients:
     def _start(self, c: ConsumerProc) -> None:
         if not c.alive:
             c.alive = True
+            c.status = "running"
             c.incarnation += 1
             c.member_id = None
             c.join_ready_ms = None
@@ -660,6 +667,7 @@ class Clients:
             "consumers": {
                 cid: {
                     "alive": c.alive,
+                    "status": c.status,
                     "mode": c.mode,
                     "group": c.group,
                     "member_id": c.member_id,

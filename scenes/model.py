@@ -20,8 +20,10 @@ KnobValue = str | int | bool
 
 # The dotted paths a knob may set. The first segment names the scenario section; the rest is the
 # real Kafka config key, which itself contains dots (`topic.min.insync.replicas` sets
-# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field.
-KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing")
+# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` is
+# the one list section: `consumers.auto.offset.reset` writes the key into every consumer.
+KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers")
+LIST_SECTIONS = ("consumers",)
 TOP_LEVEL_TARGETS = ("kafka_version", "seed")
 
 
@@ -56,6 +58,9 @@ def apply_knobs(scenario: dict[str, Any], values: dict[str, tuple[str, KnobValue
         section, key = split_target(target)
         if section is None:
             out[key] = value
+        elif section in LIST_SECTIONS:
+            for item in out.get(section, []):
+                item[key] = value
         else:
             out.setdefault(section, {})[key] = value
     return out
@@ -249,10 +254,22 @@ class QA(_Strict):
     scene: str | None = None  # the scene this answer belongs to (filled in at load time)
 
 
+# What a challenge asks for; app/challenges.py judges each one from the engine's result and steps
+# as of the current step (never from the beat's data):
+#   lose_acked_write       an acknowledged record is missing from its partition's leader
+#   read_before_subscribe  a consumer's poll() returned a record appended before that consumer
+#                          first subscribed (or assigned itself partitions)
+#   spread_keys            three records with three different keys, none naming a partition, sit
+#                          in three different partitions
+#   fan_out                every record appended is received by consumers of two or more groups,
+#                          one of which first subscribed after the last record was appended
+ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out"]
+
+
 class Challenge(_Strict):
     title: str
     text: str
-    goal: Literal["lose_acked_write"]
+    goal: ChallengeGoal
 
 
 class SceneSummary(_Strict):

@@ -98,7 +98,10 @@ class ObserveRole:
                 "leo": b.leo,
                 "hw": b.hw,
                 "flushed": b.flushed,
-                "log": [{"offset": i, "epoch": e, "record": rec} for i, (e, rec, _x) in enumerate(b.log)],
+                "log": [
+                    {"offset": i, "epoch": e, "record": rec, "key": self.batches[x].key if x >= 0 else None}
+                    for i, (e, rec, x) in enumerate(b.log)
+                ],
                 "epoch_cache": [list(x) for x in b.cache],
                 "fetching": b.fetching,
                 "isolated_from": sorted((next(iter(p - {bid})) for p in self.cut if bid in p), key=str),

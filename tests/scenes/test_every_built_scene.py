@@ -70,8 +70,10 @@ def test_base_scenario_agrees_with_knob_defaults(scene_id):
         assert knob.help.endswith(".") and knob.label, knob.key
         section, key = split_target(knob.target)
         holder = scene.base_scenario if section is None else scene.base_scenario.get(section, {})
-        if key in holder:
-            assert holder[key] == knob.default, knob.key
+        # a list section (consumers): the knob is written into every item of it
+        for item in holder if isinstance(holder, list) else [holder]:
+            if key in item:
+                assert item[key] == knob.default, knob.key
     assert scene.base_scenario["actions"] == []
 
 
@@ -107,9 +109,18 @@ def test_qa_shape(scene_id):
 
 
 @pytest.mark.parametrize("scene_id", BUILT)
-def test_challenge_is_a_loss_with_a_title_and_a_text(scene_id):
+def test_challenge_has_a_goal_the_app_judges_a_title_and_a_text(scene_id):
+    from typing import get_args
+
+    from app.challenges import JUDGES
+    from scenes.model import ChallengeGoal
+
     challenge = scene_for(scene_id).challenge
-    assert challenge.goal == "lose_acked_write" and challenge.title and challenge.text
+    assert challenge.goal in get_args(ChallengeGoal) and challenge.title and challenge.text
+    # every goal but the loss ledger's is judged by app/challenges.py from the run
+    assert challenge.goal == "lose_acked_write" or challenge.goal in JUDGES
+    # a goal about readers needs a scene with consumers to read
+    assert (challenge.goal == "lose_acked_write") != bool(scene_for(scene_id).base_scenario.get("consumers"))
 
 
 @pytest.mark.parametrize("scene_id", BUILT)
@@ -194,7 +205,9 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
                 where = (knob.key, value, beat.id, sorted(values))
                 sc = scene.scenario_for(beat, values)
                 applies = scene.knob_applies(knob.key, scene.knob_values(beat, values))
-                if applies:
+                if applies and isinstance(sc.get(section), list):  # every consumer gets the value
+                    assert sc[section] and all(item[key] == value for item in sc[section]), where
+                elif applies:
                     assert (sc[key] if section is None else sc[section][key]) == value, where
                 else:
                     assert knob.only_if, where  # only a knob with a condition is ever left out

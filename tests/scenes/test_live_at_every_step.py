@@ -31,6 +31,7 @@ import pytest
 
 import scenes
 from app import presenters
+from app.challenges import judge
 from app.presenters import KNOB_PLACEHOLDER
 from app.qa import live_answer
 from app.qa_panel import live_context
@@ -116,10 +117,17 @@ def test_live_texts_never_speak_of_the_future(scene_id, beat_id):
                 _check(f"{where} compare (other run)", panel["outcomes"]["text"], other_records,
                        presenters.ledger_at(other), set(presenters.ledger_at(other)["lost"]))
 
+        met = None
+        if scene.challenge.goal != "lose_acked_write":  # judged from the run (app/challenges.py)
+            met, _said = judge(scene.challenge.goal, timeline)
         for sandbox in (False, True):
             challenge = presenters.challenge_panel(scene, timeline, sandbox=sandbox, views=views)
             _check(f"{where} challenge", challenge["verdict"], records, ledger, lost_so_far)
-            assert challenge["verdict"].startswith("Not yet") == (not lost_so_far), where
+            if met is None:
+                assert challenge["verdict"].startswith("Not yet") == (not lost_so_far), where
+            else:
+                assert challenge["verdict"].startswith("Not yet") == (not met), where
+                assert challenge["solved"] == (met and sandbox), where
 
 
 def test_the_issue_example_step_0_of_the_unclean_beat_says_nothing_of_c():

@@ -1,0 +1,152 @@
+"""Challenges about logs and their readers, judged from the engine's run as of the current step.
+
+A scene's challenge names a goal (scenes.model.ChallengeGoal). `lose_acked_write` is judged from
+the engine's loss ledger (app.presenters.challenge_panel); the goals here are judged from the
+engine steps so far and the view at the current step, never from the beat's data or the end of
+the run:
+
+    read_before_subscribe  a consumer's poll() returned a record that was appended before that
+                           consumer first subscribed (or assigned itself partitions)
+    spread_keys            three records with three different keys, none naming its partition,
+                           sit in three different partitions
+    fan_out                the records that were in the log when some group's first member
+                           subscribed all reached that group, and another group too
+
+Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
+(consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from app import logdiagram
+
+
+def _appends(steps: list[dict[str, Any]]) -> dict[tuple[int, int], tuple[int, str]]:
+    """(partition, offset) -> (engine step, record) for every record a leader appended so far."""
+    out: dict[tuple[int, int], tuple[int, str]] = {}
+    for s in steps:
+        if s.get("kind") != "leader_append":
+            continue
+        first, last = (s.get("offsets") or [0, -1])[:2]
+        records = [str(r) for r in s.get("records") or []]
+        partition = int(s.get("partition") or 0)
+        for k, offset in enumerate(range(int(first), int(last) + 1)):
+            out.setdefault((partition, offset), (int(s["i"]), records[k] if k < len(records) else "?"))
+    return out
+
+
+def _first_start(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """The engine step at which each consumer first subscribed or assigned itself partitions."""
+    out: dict[str, int] = {}
+    for s in steps:
+        if s.get("kind") in ("consumer_subscribe", "consumer_assign"):
+            out.setdefault(str(s.get("consumer")), int(s["i"]))
+    return out
+
+
+def _groups(scenario: dict[str, Any]) -> dict[str, str]:
+    """consumer id -> its group (a consumer without group.id counts as a group of its own)."""
+    return {str(c["id"]): str(c.get("group.id") or c["id"]) for c in scenario.get("consumers", [])}
+
+
+def _names(records: list[str], limit: int = 6) -> str:
+    shown = ", ".join(records[:limit])
+    return shown + (f" and {len(records) - limit} more" if len(records) > limit else "")
+
+
+def read_before_subscribe(timeline: Any) -> tuple[bool, str]:
+    steps = timeline.steps[: timeline.step]
+    appended = _appends(steps)
+    started = _first_start(steps)
+    received = logdiagram.received_so_far(steps)
+    for cid in sorted(received):
+        start = started.get(cid)
+        early = [r["record"] for r in received[cid]
+                 if start is not None and appended.get((r["partition"], r["offset"]), (start, ""))[0] < start]
+        if early:
+            return True, (f"{cid} subscribed at step {start}, and poll() has since returned "
+                          f"{_names(list(dict.fromkeys(early)))}, written before that.")
+    waiting = [(cid, sum(1 for i, _r in appended.values() if i < at)) for cid, at in sorted(started.items())]
+    missed = [(cid, n) for cid, n in waiting if n]
+    if missed:
+        cid, n = missed[0]
+        return False, (f"{cid} subscribed after {n} record{'s' if n != 1 else ''} had been written, and "
+                       f"poll() has returned none of {'them' if n != 1 else 'it'} to it so far.")
+    if started:
+        return False, "every consumer so far subscribed before the records it could read were written."
+    return False, "no consumer has subscribed yet."
+
+
+def spread_keys(timeline: Any) -> tuple[bool, str]:
+    named = {str(r) for a in timeline.scenario.get("actions", [])
+             if a.get("do") == "produce" and a.get("partition") is not None for r in a.get("records") or []}
+    where: dict[str, set[int]] = {}
+    for st in (logdiagram.partition_state(s, i)
+               for i, s in enumerate(logdiagram.partition_views(timeline.view))):
+        for e in st["log"]:
+            key = e.get("key")
+            if key is None or str(e.get("record")) in named or int(e["offset"]) < st["log_start"]:
+                continue
+            where.setdefault(str(key), set()).add(st["number"])
+    for keys in itertools.combinations(sorted(where), 3):
+        for parts in itertools.product(*(sorted(where[k]) for k in keys)):
+            if len(set(parts)) == 3:
+                pairs = ", ".join(f"{k} in P{p}" for k, p in zip(keys, parts, strict=True))
+                return True, f"three keys sit in three different partitions: {pairs}."
+    if not where:
+        return False, "no record with a key is in the topic yet."
+    used = sorted({p for ps in where.values() for p in ps})
+    by_key = "; ".join(f"{k} in {', '.join(f'P{p}' for p in sorted(ps))}" for k, ps in sorted(where.items()))
+    return False, (f"{len(where)} key{'s' if len(where) != 1 else ''} in "
+                   f"{len(used)} partition{'s' if len(used) != 1 else ''} so far ({by_key}).")
+
+
+def fan_out(timeline: Any) -> tuple[bool, str]:
+    steps = timeline.steps[: timeline.step]
+    appended = _appends(steps)
+    started = _first_start(steps)
+    group_of = _groups(timeline.scenario)
+    got: dict[str, set[tuple[int, int]]] = {}
+    for cid, rows in logdiagram.received_so_far(steps).items():
+        got.setdefault(group_of.get(cid, cid), set()).update((r["partition"], r["offset"]) for r in rows)
+    first_in_group: dict[str, int] = {}
+    for cid, at in started.items():
+        g = group_of.get(cid, cid)
+        first_in_group[g] = min(at, first_in_group.get(g, at))
+    best = None
+    for late, at in sorted(first_in_group.items(), key=lambda kv: kv[1]):
+        before = {po for po, (i, _r) in appended.items() if i < at}
+        if not before:
+            continue
+        names = [appended[po][1] for po in sorted(before)]
+        if not before <= got.get(late, set()):
+            missing = sorted(before - got.get(late, set()))
+            best = best or (f"{len(before)} record{'s were' if len(before) != 1 else ' was'} in the log when "
+                            f"group {late} started, and {len(missing)} of them "
+                            f"{'have' if len(missing) != 1 else 'has'} not reached it.")
+            continue
+        others = [g for g in sorted(got) if g != late and before <= got[g]]
+        if others:
+            return True, (f"{_names(names)}, in the log before group {late} started, reached both {late} "
+                          f"and {others[0]}.")
+        best = best or (f"group {late} read everything that was in the log when it started, but no other "
+                        "group has read all of it.")
+    if best:
+        return False, best
+    if len(first_in_group) < 2:
+        return False, "fewer than two groups have started reading."
+    return False, "every group started before the records it could read were written."
+
+
+JUDGES = {
+    "read_before_subscribe": read_before_subscribe,
+    "spread_keys": spread_keys,
+    "fan_out": fan_out,
+}
+
+
+def judge(goal: str, timeline: Any) -> tuple[bool, str]:
+    return JUDGES[goal](timeline)
