@@ -770,15 +770,21 @@ def _lane_layout(
             dx = 0 if len(kinds) == 1 else -4 + 8 * k  # two marks at one offset sit side by side
             marks.append({"x": x, "kind": m["kind"], "title": m["title"], "dx": dx})
         text = " · ".join(m["text"] for m in sorted(group, key=lambda m: m["kind"] != "position"))
-        w = len(text) * g.char_w * 0.92
+        w = len(text) * g.char_w
         tx, anchor = x + 8, "start"
         if tx + w > right:
             tx, anchor = max(x - 8, w + 4), "end"
         start = tx if anchor == "start" else tx - w
         end = tx + w if anchor == "start" else tx
-        line = 0
+        # line 0 sits beside the markers: a label that would run over another offset's marker
+        # goes to a line below them (the new-learner check read "payments committed 1" as the
+        # value at the next marker), and no label starts under an earlier one of its line
+        over = any(start - 4 <= x_of(o) <= end + 4 for o in at if o != offset)
+        line = 1 if over else 0
         while line < len(line_ends) and start < line_ends[line] + 6:
             line += 1
+        while len(line_ends) < line:
+            line_ends.append(float("-inf"))
         if line == len(line_ends):
             line_ends.append(end)
         else:
