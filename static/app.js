@@ -170,6 +170,9 @@
     if (typingIn(target)) { return; }
     if (event.key.indexOf("Arrow") === 0 && scrollsSideways(target)) { return; }
     var link = document.getElementById(id);
+    // at a beat's last stop Step has nowhere to go: the key follows the caption's "Next beat" (or
+    // "Next scene") link instead of doing nothing (the new-learner check found a dead end there)
+    if (id === "step-forward" && (!link || link.tagName !== "A")) { link = document.getElementById("caption-next"); }
     event.preventDefault();  // an arrow would otherwise scroll the page
     if (!link || link.tagName !== "A" || document.querySelector(".htmx-request")) { return; }
     if (timer !== null) { setPlaying(false); }  // stepping by hand pauses playback, as a click does

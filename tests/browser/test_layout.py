@@ -112,6 +112,18 @@ def test_step_key_goes_back_and_leaves_fields_alone(page: Page, live_server, con
     assert console_errors == []
 
 
+def test_the_step_key_at_a_beats_last_stop_goes_on_to_the_next_beat(page: Page, live_server, console_errors):
+    """At the last stop Step is disabled; the Step key follows the caption's "Next beat" link."""
+    page.set_viewport_size(DESKTOP)
+    page.goto(live_server + "/scenes/01?beat=first-record&step=999")
+    ready(page)
+    expect(page.locator("#caption-next")).to_be_visible()
+    assert forward_href(page) is None
+    page.keyboard.press("ArrowRight")
+    page.wait_for_function("() => location.search.includes('consumer-pulls')")
+    assert console_errors == []
+
+
 @pytest.mark.parametrize("path", PLAIN_BEATS)
 def test_first_screen_at_1280x800(page: Page, live_server, path):
     page.set_viewport_size(DESKTOP)
