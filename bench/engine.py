@@ -4,6 +4,12 @@
     wall time, on one core (the engine is single-threaded).
 (b) Replaying a 500-step scene scenario to its last step, as the web app does on every request:
     milliseconds per replay (median and p99 of repeated runs).
+(c) Eight simulated days of a retained topic (issue 10): a record an hour on RF=3 with
+    retention.ms = 1 day and hourly segments, a consumer group reading every six hours, then the
+    group left Empty until its offsets expire. Wall time (target <= 1 s) and how much simulated
+    time the idle skips covered.
+(d) Twelve partitions on one clock with three consumers (issue 10): keyed produces with settle,
+    each consumer polling its four partitions: engine events per second (target >= 200,000).
 
 Run: python bench/engine.py [--produces N] [--repeats N]
 """
@@ -20,11 +26,95 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import _gc_paused as engine_gc_paused  # noqa: E402
+from engine import cluster, sim  # noqa: E402
 from engine import scenario as sc_mod  # noqa: E402
-from engine import sim  # noqa: E402
 
 TARGET_EVENTS_PER_S = 200_000
 TARGET_REPLAY_MS = 20.0
+TARGET_EIGHT_DAYS_S = 1.0
+HOUR = 3_600_000
+DAY = 24 * HOUR
+BIG = sc_mod.Limits(
+    max_actions=10_000, max_sim_ms=10**12, max_sim_ms_long=10**12, max_steps=10**9, max_events=10**9
+)
+
+
+def run_counting(sc: dict) -> tuple[dict, cluster.Clock, float]:
+    """simulate() a trusted scenario; also return its clock (events, idle skips) and wall time."""
+    from engine import simulate
+
+    clocks: list[cluster.Clock] = []
+    original = cluster.Clock
+
+    class Counted(original):  # type: ignore[misc, valid-type]
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            clocks.append(self)
+
+    cluster.Clock = Counted  # type: ignore[misc]
+    try:
+        t0 = time.perf_counter()
+        r = simulate(sc, limits=BIG)
+        wall = time.perf_counter() - t0
+    finally:
+        cluster.Clock = original  # type: ignore[misc]
+    return r, clocks[-1], wall
+
+
+def bench_eight_days() -> None:
+    actions: list[dict] = [{"do": "subscribe", "consumer": "c0"}]
+    for h in range(8 * 24):
+        actions += [{"do": "produce", "records": [f"h{h}"]}, {"do": "settle"}]
+        if h % 6 == 5:
+            actions += [{"do": "poll", "consumer": "c0", "timeout_ms": 5_000}]
+            actions += [{"do": "commit", "consumer": "c0"}]
+        actions.append({"do": "advance", "ms": HOUR - 1_000 if h % 6 != 5 else HOUR - 7_000})
+    actions += [{"do": "shutdown", "consumer": "c0"}, {"do": "advance", "ms": 7 * DAY + HOUR}]
+    sc = {
+        "topic": {"replication.factor": 3, "retention.ms": DAY, "segment.ms": HOUR},
+        "consumers": [
+            {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+        ],
+        "actions": actions,
+    }
+    r, clock, wall = run_counting(sc)
+    simulated = clock.now / DAY
+    p0 = r["partitions"][0]
+    print(
+        f"(c) {simulated:.1f} simulated days on RF=3 ({len(actions)} actions): wall {wall:.3f} s "
+        f"(target <= {TARGET_EIGHT_DAYS_S:.0f} s); {clock.events:,} events; {clock.skips} idle skips "
+        f"covered {clock.skipped_ms / DAY:.1f} days; log start {p0['log_start_offset']}, "
+        f"{len(p0['segments'])} segments left; group g's offsets {r['groups']['g']['committed'] or 'expired'}"
+    )
+
+
+def bench_twelve_partitions(rounds: int) -> None:
+    """Two shapes of the same traffic: a settle after every produce (as scenes run) and one after
+    each round of 48 (fetches then carry many records, so there are fewer, heavier events)."""
+    keys = [f"user-{i}" for i in range(48)]
+    consumers = [{"id": f"c{i}", "auto.offset.reset": "earliest"} for i in range(3)]
+    for settle_every, shape in ((1, "settle after each produce"), (48, "settle after each round of 48")):
+        actions: list[dict] = [
+            {"do": "assign", "consumer": f"c{i}", "partitions": list(range(4 * i, 4 * i + 4))}
+            for i in range(3)
+        ]
+        n = 0
+        for _ in range(rounds):
+            for j, k in enumerate(keys):
+                actions.append({"do": "produce", "records": [f"r{n}"], "key": k})
+                n += 1
+                if (j + 1) % settle_every == 0:
+                    actions.append({"do": "settle"})
+            actions += [{"do": "poll", "consumer": f"c{i}", "timeout_ms": 100} for i in range(3)]
+        topic = {"replication.factor": 3, "partitions": 12}
+        sc = {"topic": topic, "consumers": consumers, "actions": actions}
+        r, clock, wall = run_counting(sc)
+        got = sum(len(c["received"]) for c in r["consumers"].values())
+        print(
+            f"(d) 12 partitions, RF=3, 3 consumers, {n} keyed records, {shape}: {clock.events:,} events "
+            f"in {wall:.3f} s = {clock.events / wall:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}), "
+            f"{n / wall:,.0f} records/s; {got} records polled"
+        )
 
 
 def bench_produces(n: int) -> None:
@@ -118,10 +208,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--produces", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=100, help="(d): rounds of 48 keyed produces")
     args = ap.parse_args(argv)
     bench_produces(args.produces)
     gc.collect()  # each measurement starts from a clean heap
     bench_replay(args.repeats)
+    gc.collect()
+    bench_eight_days()
+    gc.collect()
+    bench_twelve_partitions(args.rounds)
     return 0
 
 

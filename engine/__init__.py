@@ -18,10 +18,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from . import sim as _sim
+from . import cluster as _cluster
 from .budget import BudgetExceeded, RunBudget, budget, estimate_bytes
 from .budget import current as _current_budget
 from .headroom import headroom
+from .partitioner import generation_for
 from .profiles import PROFILES
 from .scenario import DEFAULT_LIMITS, LIMITS, Limits, Scenario, ScenarioError, parse, problem, resolve
 from .steps import STEP_KINDS
@@ -74,22 +75,31 @@ def describe(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
     return {"kafka_version": cfg.profile.version, "proposals": list(cfg.proposals)}
 
 
+# Actions whose effects a partition created later would have to replay (engine/sim.py
+# `_add_partitions` starts a new partition with every broker up and the topic's first settings)
+_BROKER_ACTIONS = frozenset(
+    {"crash", "shutdown", "restart", "power_loss", "stop_fetching", "resume_fetching", "isolate", "heal",
+     "slow", "writeback", "set", "elect"}
+)
+_TOPIC_WIDE = frozenset({"power_loss", "set", "elect"})  # the broker actions that name no `broker`
+
+
 def _refuse_unsimulated(cfg: Any) -> None:
     """The contract's part 2 is parsed in full (engine/scenario.py); what the simulator does not
     run yet is refused here with a clear problem, never run half-way. Each line goes when the
     simulator learns it (issues 10 and 12)."""
     if len(cfg.producers) > 1:
         raise problem("producers", "several producer processes are not simulated yet; use one")
-    for i, c in enumerate(cfg.consumers):
-        if c.loop_ms is not None:
-            raise problem(f"consumers[{i}].loop_ms", "a poll loop (loop_ms) is not simulated yet: use poll")
     later = {
-        "add_partitions": "adding partitions",
         "init_transactions": "transactions",
         "begin_transaction": "transactions",
         "commit_transaction": "transactions",
         "abort_transaction": "transactions",
     }
+    round_robin = generation_for(cfg.profile.version) == "round-robin"
+    ignore_keys = cfg.producers[0].partitioner_ignore_keys if cfg.producers else False
+    partitions = len(cfg.assignments)
+    earlier: str | None = None  # an action before add_partitions that a new partition cannot replay
     for i, a in enumerate(cfg.actions):
         if a.do in later:
             raise problem(f"actions[{i}].do", f"{a.do}: {later[a.do]} is not simulated yet")
@@ -99,6 +109,33 @@ def _refuse_unsimulated(cfg: Any) -> None:
             raise problem(f"actions[{i}].records", "tombstones (null records) are not simulated yet")
         if a.do == "produce" and a.lose_response:
             raise problem(f"actions[{i}].lose_response", "a lost produce response is not simulated yet")
+        if (
+            a.do == "produce"
+            and round_robin
+            and partitions > 1
+            and a.partition is None
+            and (a.key is None or ignore_keys)
+            and (len(a.records) if a.records is not None else a.count) > 1
+        ):
+            raise problem(
+                f"actions[{i}]",
+                f"Kafka {cfg.profile.version}'s producer sends records without a key round-robin, one "
+                "record per partition, and a produce here is one batch on one partition: produce one "
+                "record at a time, or give a key or a partition",
+            )
+        if a.do == "add_partitions":
+            if earlier is not None:
+                raise problem(f"actions[{i}].do", f"add_partitions after {earlier} is not simulated yet")
+            partitions = a.count
+        elif a.do in _BROKER_ACTIONS and (getattr(a, "broker", None) is not None or a.do in _TOPIC_WIDE):
+            earlier = earlier or (
+                f"a broker or config action ({a.do}, actions[{i}]): a partition created later would not "
+                "know of it"
+            )
+        elif a.do == "subscribe":
+            earlier = earlier or (
+                f"a subscribe (actions[{i}]): the group would have to rebalance onto the new partitions"
+            )
 
 
 def simulate(
@@ -129,7 +166,7 @@ def simulate(
     _refuse_unsimulated(cfg)
     try:
         with _gc_paused():
-            return _sim.run(
+            return _cluster.run(
                 cfg,
                 limits,
                 steps=steps,

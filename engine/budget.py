@@ -51,10 +51,13 @@ LEDGER_ENTRY_BYTES = 8
 def snapshot_bytes(snapshot: dict[str, Any], seen: set[int] | None = None) -> int:
     """About how many bytes one snapshot (`final`, a view) holds in memory. A several-partition
     view holds every partition's snapshot, and consecutive views share the ones that did not
-    change: with `seen` (ids already counted) each is counted once."""
+    change: with `seen` (ids already counted) each is counted once. A partition not created yet
+    at that step (None) holds nothing."""
     parts = snapshot.get("partitions") or [snapshot]
     total = 0 if parts[0] is snapshot else 400  # a merged view's own (shallow) dict
     for part in parts:
+        if part is None:
+            continue
         if seen is not None:
             if id(part) in seen:
                 continue

@@ -93,6 +93,10 @@ class ProducerConfig:
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
     partitioner_ignore_keys: bool = False
+    # how old the producer's metadata may get before it refreshes it (ProducerConfig,
+    # CommonClientConfigs.METADATA_MAX_AGE_CONFIG): the longest a producer keeps hashing keys over a
+    # topic's old partition count after partitions are added (kafka-clients-logs.md §C.4)
+    metadata_max_age_ms: int = 300_000
 
     @property
     def transactional(self) -> bool:

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from .clients_spec import ConsumerConfig
 from .offsets import NO_OFFSET, Coordinator, Group, offsets_partition_for
+from .results import ClientsResult, GroupResult
 from .scenario import problem
 
 if TYPE_CHECKING:
     from .sim import Clock, Sim
 
 HOP_MS = 1  # one network hop, as NETWORK_DELAY_MS in the replication engine
+OFFSETS_RETENTION_CHECK_MS = 600_000  # offsets.retention.check.interval.ms
 FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty fetch
 
 
@@ -45,6 +47,7 @@ class ConsumerProc:
     assigned: list[int] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)  # the next offset poll() returns
     next_auto_commit_ms: int = 0
+    loop_inc: int = -1  # the incarnation whose poll loop is running (loop_ms)
     received: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
 
@@ -84,6 +87,8 @@ class Clients:
         self.history: dict[str, list[dict[str, Any]]] = {}
         self.member_owner: dict[str, str] = {}  # member id -> consumer id
         self.expiry: dict[str, int] = {}  # a crashed member id -> when its session times out
+        self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
+        self.in_tick = False  # a poll loop's tick is running (see run_to)
         self.brokers = sorted(sims[0].brokers)
 
     # ---------------------------------------------------------------------------------------
@@ -94,7 +99,11 @@ class Clients:
         heapq.heappush(clock.q, (t, clock.tick(), self, fn, args))
 
     def run_to(self, t: int, stop: Any = None) -> None:
-        """The application waits (inside a blocking call) while the cluster runs until t."""
+        """The application waits (inside a blocking call) while the cluster runs until t. Inside a
+        poll loop's tick (an event of the clock) nothing can wait: the call's network hops take no
+        simulated time, a simplification of milliseconds against the loop's period."""
+        if self.in_tick:
+            return
         if t > self.clock.now:
             self.clock.run_until(t, stop)
         self.now = self.clock.now
@@ -111,7 +120,7 @@ class Clients:
         leader = sim.brokers.get(lid)
         if leader is None or not leader.alive or leader.role != "leader":
             return None
-        return sim.log_start, leader.hw, leader.leo, leader.log
+        return sim.log_start_offset(), leader.hw, leader.leo, leader.log
 
     def coordinator_broker(self, group: str) -> int | None:
         """The leader of the group's `__consumer_offsets` partition (GroupCoordinatorService
@@ -131,6 +140,7 @@ class Clients:
         c = self.consumers[cid]
         self._start(c)
         c.mode = "subscribe"
+        self._start_loop(c)
         where = f"group {c.group!r}" if c.group else "no group.id: poll() will fail"
         self.step("consumer_subscribe", cid, f"{cid} subscribes to {self.topic} ({where})", consumer=cid)
 
@@ -138,6 +148,7 @@ class Clients:
         c = self.consumers[cid]
         self._start(c)
         c.mode = "assign"
+        self._start_loop(c)
         c.assigned = sorted(set(partitions))
         c.position = {p: c.position[p] for p in c.assigned if p in c.position}
         names = ", ".join(f"P{p}" for p in c.assigned) or "nothing"
@@ -147,7 +158,12 @@ class Clients:
         c = self.consumers[cid]
         entry: dict[str, Any] = {"consumer": cid, "records": [], "error": None}
         self.polls.append(entry)
-        deadline = self.clock.now + timeout_ms
+        self._poll(c, entry, max_records, self.clock.now + timeout_ms)
+
+    def _poll(self, c: ConsumerProc, entry: dict[str, Any], max_records: int | None, deadline: int) -> None:
+        """One KafkaConsumer.poll(): membership, positions, auto-commit, then a fetch that waits
+        (the cluster running) until records arrive or the deadline passes."""
+        cid = c.id
         if not c.alive or c.mode is None:
             entry["error"] = "IllegalStateException"
             why = "is not running" if not c.alive else "has neither subscribed nor assigned partitions"
@@ -276,39 +292,67 @@ class Clients:
         if c.alive:
             return
         self._start(c)
+        self._start_loop(c)
         self.step(
             "consumer_restart", cid, f"{cid} starts again: a new process, no position yet", consumer=cid
         )
 
     def delete_records(self, partition: int, offset: int) -> None:
+        """The admin client's deleteRecords, answered by the partition's leader."""
         sim = self.sims[partition]
-        view = self.read_view(partition)
-        if view is None:
-            self.step(
-                "admin_delete_records",
-                "admin",
-                f"DeleteRecords on P{partition} fails: the partition has no leader",
-                partition_id=partition,
-            )
+        before = sim.log_start_offset()
+        self.run_to(self.clock.now + HOP_MS)
+        low, error = sim.delete_records(offset)
+        self.run_to(self.clock.now + HOP_MS)
+        upto = "the HW" if offset == -1 else str(offset)
+        if error is not None:
+            text = f"DeleteRecords(P{partition}, before {upto}) fails with {error}"
+        else:
+            text = f"DeleteRecords moves P{partition}'s log start offset {before} -> {low}"
+        self.step("admin_delete_records", "admin", text, partition_id=partition)
+
+    # ---------------------------------------------------------------------------------------
+    # the poll loop (loop_ms): the application calls poll() every loop_ms while it runs
+
+    def _start_loop(self, c: ConsumerProc) -> None:
+        if c.spec.loop_ms is not None and c.mode is not None and c.loop_inc != c.incarnation:
+            c.loop_inc = c.incarnation
+            self.at(self.clock.now, self._loop_tick, c.id, c.incarnation)
+
+    def _loop_tick(self, cid: str, incarnation: int) -> None:
+        c = self.consumers[cid]
+        if not c.alive or c.incarnation != incarnation:
             return
-        log_start, hw, _leo, _log = view
-        target = hw if offset == -1 else offset
-        if target > hw:
-            self.step(
-                "admin_delete_records",
-                "admin",
-                f"DeleteRecords(P{partition}, {offset}) fails with OFFSET_OUT_OF_RANGE: above the HW {hw}",
-                partition_id=partition,
-            )
-            return
-        if target > log_start:
-            sim.log_start = target
-        self.step(
-            "admin_delete_records",
-            "admin",
-            f"DeleteRecords moves P{partition}'s log start offset {log_start} -> {sim.log_start}",
-            partition_id=partition,
-        )
+        self.in_tick = True
+        try:
+            self._poll(c, {"consumer": cid, "records": [], "error": None}, None, self.clock.now)
+        finally:
+            self.in_tick = False
+        self.at(self.clock.now + c.spec.loop_ms, self._loop_tick, cid, incarnation)  # type: ignore[operator]
+
+    def quiet_for_skip(self) -> bool:
+        """True when every poll loop would only find nothing (Clock.skip_idle): each looping consumer
+        has its partitions and positions, and its auto-commits change nothing that matters (off, or
+        a live classic group, whose offsets never expire and whose commits repeat the same offsets)."""
+        for c in self.consumers.values():
+            if c.spec.loop_ms is None or not c.alive or c.mode is None:
+                continue
+            if c.mode == "subscribe" and c.member_id is None:
+                return False
+            if any(p not in c.position for p in c.assigned) or self._has_data(c):
+                return False
+            if c.spec.enable_auto_commit and c.group is not None:
+                if c.mode != "subscribe" or self._committed(c.group) != _keyed(c.position):
+                    return False
+        return True
+
+    def moved_args(self, fn: Any, args: tuple[Any, ...], delta: int) -> tuple[Any, ...]:
+        return args  # a poll loop's tick carries no time
+
+    def shift_clocks(self, delta: int) -> None:
+        """Move the poll loops' timers with an idle skip (Clock.skip_idle)."""
+        for c in self.consumers.values():
+            c.next_auto_commit_ms += delta
 
     # ---------------------------------------------------------------------------------------
     # inside poll()
@@ -510,6 +554,7 @@ class Clients:
         else:
             error = self.coordinator.commit(c.group, tps, self.clock.now)  # type: ignore[arg-type]
         said = ", ".join(f"P{p} {o}" for p, o in sorted(offsets.items())) or "nothing"
+        self._schedule_offsets_cleanup()
         if error is None:
             self.step(
                 "consumer_commit",
@@ -543,6 +588,48 @@ class Clients:
         g.members.discard(member)
         if not g.members:
             g.set_state("Empty", self.clock.now)
+            self._schedule_offsets_cleanup()
+
+    def _schedule_offsets_cleanup(self) -> None:
+        """Queue the first offsets-retention check (every offsets.retention.check.interval.ms,
+        10 min, from the coordinator's start) at which some offset is old enough to expire: a
+        classic group's once it has been Empty for offsets.retention.minutes, a simple group's
+        that long after each commit (OMM 862-902, CG 943-967). Checks before it change nothing."""
+        retention = self.coordinator.retention_ms
+        due: int | None = None
+        for g in self.coordinator.groups.values():
+            if not g.offsets:
+                continue
+            if g.protocol == "simple":
+                t = min(c.commit_ms for c in g.offsets.values()) + retention
+            elif g.state == "Empty":
+                t = g.state_since_ms + retention
+            else:
+                continue
+            due = t if due is None else min(due, t)
+        if due is None:
+            return
+        every = OFFSETS_RETENTION_CHECK_MS
+        t = max(every, -(-max(due, self.clock.now + 1) // every) * every)
+        if self.cleanup_at is not None and self.cleanup_at <= t:
+            return
+        self.cleanup_at = t
+        self.at(t, self._offsets_cleanup, t)
+
+    def _offsets_cleanup(self, t: int) -> None:
+        if self.cleanup_at != t:
+            return
+        self.cleanup_at = None
+        for gid, tp in self.coordinator.expire(self.clock.now):
+            g = self.coordinator.groups[gid]
+            since = "became Empty" if g.protocol == "classic" else "was committed"
+            self.step(
+                "group_offsets_expired",
+                "coordinator",
+                f"Group {gid!r}'s committed offset for P{tp[1]} expires: it {since} "
+                f"offsets.retention.minutes={self.coordinator.retention_ms // 60_000} ago",
+            )
+        self._schedule_offsets_cleanup()
 
     # ---------------------------------------------------------------------------------------
     # helpers
@@ -600,8 +687,8 @@ class Clients:
             return {}
         return {str(p): commit.offset for (_t, p), commit in sorted(g.offsets.items())}
 
-    def groups(self) -> dict[str, Any]:
-        out = {}
+    def groups(self) -> dict[str, GroupResult]:
+        out: dict[str, GroupResult] = {}
         for gid, g in sorted(self.coordinator.groups.items()):
             owners = sorted(self.member_owner[m] for m in g.members if m in self.member_owner)
             members = {cid: list(self.consumers[cid].assigned) for cid in owners}
@@ -618,7 +705,7 @@ class Clients:
             }
         return out
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> ClientsResult:
         return {
             "polls": self.polls,
             "commits": self.commits,

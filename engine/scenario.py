@@ -194,6 +194,10 @@ class ProducerSpec(_Strict):
     transactional_id: KafkaName | None = Field(None, alias="transactional.id")
     transaction_timeout_ms: IntMs | None = Field(None, alias="transaction.timeout.ms")
     partitioner_ignore_keys: bool | None = Field(None, alias="partitioner.ignore.keys")
+    # Kafka's type is a long, at least 0 (0: the metadata is always stale, refreshed at every send)
+    metadata_max_age_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
+        None, alias="metadata.max.age.ms"
+    )
 
 
 class ProducerItem(ProducerSpec):
@@ -537,6 +541,9 @@ class Config:
     added_assignments: list[list[int]] = field(default_factory=list)
     max_sim_ms: int = MAX_SIM_MS  # this scenario's simulated-time cap (Limits.sim_ms_cap)
     notes: list[str] = field(default_factory=list)  # what the result's `notes` should say
+    # the scenario uses part 2 (clients, log settings or their actions): the simulator keeps
+    # segments and reports the contract's part-2 result fields
+    part2: bool = False
 
 
 _ACTION_TAGS = frozenset(
@@ -898,6 +905,11 @@ def _resolve_log(t: TopicSpec, prof: Profile, bad: Any, notes: list[str]) -> Log
 # part-2 keys that make a scenario a "long" one (Limits.sim_ms_cap): log settings and timings
 _LOG_KEYS = frozenset(f.name for f in fields(LogConfig))
 _TIMING_KEYS = frozenset(f.name for f in fields(Timing))
+
+
+_PART2_ACTIONS = frozenset(
+    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records"}
+)
 
 
 def uses_long_time(sc: Scenario) -> bool:
@@ -1278,6 +1290,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         added_assignments=added_assignments,
         max_sim_ms=sim_cap,
         notes=notes,
+        part2=long or any(a.do in _PART2_ACTIONS for a in sc.actions),
     )
 
 

@@ -350,6 +350,31 @@ class SegmentedLog:
             self.segments.append(segment)
         return segment
 
+    def truncate_to(self, offset: int, now_ms: int) -> None:
+        """`LocalLog.truncateTo` (a follower's truncation, a lost page cache or disk): every record
+        at or above `offset` goes; segments based at or above it are deleted, the one holding it is
+        cut (its size scaled to the records kept); an emptied log restarts at `offset`. The high
+        watermark and log start offset never stay past the new end."""
+        if offset >= self.log_end_offset:
+            return
+        keep = [seg for seg in self.segments if seg.base_offset < offset]
+        if not keep:
+            self.segments = [Segment(offset, now_ms, self.roll_jitter(self.config), last_modified_ms=now_ms)]
+        else:
+            last = keep[-1]
+            cut = Segment(last.base_offset, last.created_ms, last.roll_jitter_ms, last_modified_ms=now_ms)
+            for batch in last.batches:
+                if batch.base_offset >= offset:
+                    break
+                if batch.last_offset >= offset:
+                    n = offset - batch.base_offset
+                    batch = Batch(batch.records[:n], max(1, batch.size_bytes * n // len(batch.records)))
+                cut.append(batch, self.config, now_ms)
+            keep[-1] = cut
+            self.segments = keep
+        self.high_watermark = min(self.high_watermark, offset)
+        self.log_start_offset = min(self.log_start_offset, offset)
+
     def update_high_watermark(self, offset: int) -> int:
         """`UnifiedLog.updateHighWatermark`: clamped into [log start offset, LEO]."""
         self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
@@ -449,9 +474,17 @@ class SegmentedLog:
             done += self._delete_segments(self._time_breached(now_ms), RETENTION_MS_BREACH, now_ms)
         return done
 
-    def next_deletion_ms(self) -> int | None:
+    def next_deletion_ms(self, assume_caught_up: bool = False) -> int | None:
         """The earliest time a `retention_pass` would delete something if nothing else happened to
-        the log, or None for never (this lets a schedule jump over checks that do nothing)."""
+        the log, or None for never (this lets a schedule jump over checks that do nothing).
+        assume_caught_up: as if the high watermark were at the LEO (a replicated log's HW follows
+        its appends within milliseconds, without another call to this log)."""
+        if assume_caught_up and self.high_watermark < self.log_end_offset:
+            hw, self.high_watermark = self.high_watermark, self.log_end_offset
+            try:
+                return self.next_deletion_ms()
+            finally:
+                self.high_watermark = hw
         if self._start_offset_breached() or (self.config.delete and self._size_breached()):
             return -LONG_MAX
         if not self.config.delete or self.config.retention_ms < 0:

@@ -39,6 +39,8 @@ _FC = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/FetchCo
 _SS = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/SubscriptionState.java"
 _OMM = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/OffsetMetadataManager.java"
 _CG = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classic/ClassicGroup.java"
+_BIP = "clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java"
+_META = "clients/src/main/java/org/apache/kafka/clients/Metadata.java"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,13 @@ STEP_KINDS: dict[str, StepKind] = {
         "901-904",
         "a partition's batches leave the accumulator in order: one waiting to be retried holds back the rest",
     ),
+    "producer_bump_epoch": StepKind(
+        "producer",
+        "TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded",
+        "clients/src/main/java/org/apache/kafka/clients/producer/internals/TransactionManager.java",
+        "549-560",
+        "KIP-360: an idempotent producer that meets a gap bumps its epoch and restarts its sequences at 0",
+    ),
     "producer_give_up": StepKind(
         "producer",
         "Sender.failBatch",
@@ -118,6 +127,13 @@ STEP_KINDS: dict[str, StepKind] = {
         "1384-1387",
         "acks=all and the committed ISR is smaller than the effective min ISR: NOT_ENOUGH_REPLICAS "
         "before the append, so nothing is written",
+    ),
+    "leader_reject_out_of_order": StepKind(
+        "broker",
+        "ProducerAppendInfo.checkSequence",
+        "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java",
+        "112-143",
+        "an idempotent batch whose first sequence is not the last one plus 1: OUT_OF_ORDER_SEQUENCE_NUMBER",
     ),
     "leader_append": StepKind(
         "broker",
@@ -525,6 +541,20 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "no heartbeat for session.timeout.ms: the coordinator removes the member",
     ),
+    "broker_delete_segments": StepKind(
+        "broker",
+        "UnifiedLog.deleteOldSegments",
+        _UL,
+        "",
+        "the retention check deletes whole old segments; the log start offset moves to the first kept",
+    ),
+    "group_offsets_expired": StepKind(
+        "coordinator",
+        "OffsetMetadataManager.cleanupExpiredOffsets",
+        _OMM,
+        "862-902",
+        "a committed offset expires: its group has been Empty (or it was committed) for a week",
+    ),
     "admin_delete_records": StepKind(
         "operator",
         "UnifiedLog.maybeIncrementLogStartOffset",
@@ -532,7 +562,31 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "DeleteRecords moves the log start offset; reads below it get OFFSET_OUT_OF_RANGE",
     ),
-
+    # the partitioner and the topic's partition count (kafka-clients-logs.md §C.3, §C.4)
+    "producer_sticky_partition": StepKind(
+        "producer",
+        "BuiltInPartitioner.nextPartition",
+        _BIP,
+        "66-112",
+        "records without a key: the producer draws the partition it sticks to (at random, weighted "
+        "toward shorter queues) and keeps it until at least batch.size bytes went there (3.3+, KIP-794)",
+    ),
+    "producer_metadata_refresh": StepKind(
+        "producer",
+        "Metadata.timeToNextUpdate",
+        _META,
+        "",
+        "the producer refreshes its metadata (every metadata.max.age.ms, or at once for a partition it "
+        "does not know) and sees the topic's new partition count: keys now hash over it",
+    ),
+    "admin_create_partitions": StepKind(
+        "operator",
+        "ReplicationControlManager.createPartitions",
+        _RCM,
+        "",
+        "CreatePartitions (kafka-topics --alter --partitions) adds partitions; existing records stay "
+        "where they are, and producers learn of the new count at their next metadata refresh",
+    ),
 }
 
 

@@ -64,3 +64,35 @@ def test_several_held_batches_each_leave_once_and_in_order():
     assert len(sends) == len(set(sends)), "a batch was sent twice in the same millisecond"
     attempts = {b["records"][0]: b["attempts"] for b in result["produce"]}
     assert sum(attempts.values()) == len(sends)
+
+
+def test_kip360_a_real_gap_bumps_the_producer_epoch_and_restarts_the_sequence():
+    """kafka-eos-kraft.md §A.3: the leader's state says sequence 0 was the last, the next batch
+    carries 2 (sequence 1 was acknowledged by a leader that then lost it): OUT_OF_ORDER_SEQUENCE_NUMBER
+    with no earlier batch unanswered is a real gap, so the producer bumps its epoch and sends again
+    from sequence 0, which a new epoch must start at (ProducerAppendInfo 112-143)."""
+    from engine import simulate
+
+    sc = {
+        "brokers": [{"id": 1}, {"id": 2}],
+        "topic": {"replication.factor": 2, "min.insync.replicas": 1, "unclean.leader.election.enable": True},
+        "producer": {"acks": "all"},
+        "actions": [
+            {"do": "produce", "records": ["m0"]},
+            {"do": "settle"},
+            {"do": "stop_fetching", "broker": 2},
+            {"do": "produce", "records": ["m1"]},
+            {"do": "settle"},  # B2 leaves the ISR; m1 is acknowledged by B1 alone
+            {"do": "crash", "broker": 1},
+            {"do": "resume_fetching", "broker": 2},
+            {"do": "settle", "through_failover": True},  # B2, without m1, is elected uncleanly
+            {"do": "produce", "records": ["m2"]},
+            {"do": "settle"},
+        ],
+    }
+    r = simulate(sc, steps=True)
+    kinds = [s["kind"] for s in r["steps"]]
+    assert "leader_reject_out_of_order" in kinds and "producer_bump_epoch" in kinds
+    assert kinds.index("leader_reject_out_of_order") < kinds.index("producer_bump_epoch")
+    assert r["produce"][-1]["outcome"] == "acked" and r["produce"][-1]["offsets"] == [1]
+    assert r["produce"][-1]["attempts"] == 2

@@ -153,6 +153,7 @@ def test_a_part1_scenario_gets_every_part2_default():
             transactional_id=None,
             transaction_timeout_ms=60_000,
             partitioner_ignore_keys=False,
+            metadata_max_age_ms=300_000,
         ),
     )
     assert cfg.consumers == ()
@@ -289,6 +290,8 @@ PRODUCER_KEYS = [
     ("transactional.id", "tx-1", "transactional_id", "tx-1"),
     ("transaction.timeout.ms", 10_000, "transaction_timeout_ms", 10_000),
     ("partitioner.ignore.keys", True, "partitioner_ignore_keys", True),
+    ("metadata.max.age.ms", 60_000, "metadata_max_age_ms", 60_000),
+    ("metadata.max.age.ms", 0, "metadata_max_age_ms", 0),
 ]
 CONSUMER_KEYS = [
     ("group.id", "other", "group_id", "other"),

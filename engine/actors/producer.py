@@ -1,0 +1,318 @@
+"""The producer client: batches, the accumulator's order, sends, retries, idempotent sequences
+(Sender, RecordAccumulator, TransactionManager; kafka-semantics.md §2, kafka-eos-kraft.md §A).
+
+A mixin of engine.sim.Sim: its methods read and change the partition simulation's state
+(`self.brokers`, `self.ctl`, `self.batches`, ...), which Sim.__init__ sets up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..segments import batch_size_bytes
+from ..state import (
+    NETWORK_DELAY_MS,
+    NO_LEADER,
+    REFRESH_METADATA,
+    RETRIABLE,
+    Batch,
+    _fmt_offsets,
+    _fmt_records,
+)
+
+
+class ProducerRole:
+
+    # ---------------------------------------------------------------------------------------
+    # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
+
+    def produce(self, action: Any, index: int) -> None:
+        if action.records is not None:
+            records = list(action.records)
+        else:
+            base = sum(len(b.records) for b in self.batches)
+            records = [f"m{base + i}" for i in range(action.count)]
+        if action.acks is None:
+            acks: int | str = self.cfg.acks
+        elif action.acks == "all":
+            acks = -1
+        elif action.acks == "min.insync.replicas":
+            acks = "min_isr"
+        else:
+            acks = action.acks
+        shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
+        b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
+        if b.idempotent:  # the producer numbers each partition's records from 0 (one per record)
+            b.seq = self.next_seq
+            b.pepoch = self.producer_epoch
+            self.next_seq += len(records)
+        b.key = action.key
+        b.timestamp = self.now if action.timestamp_ms is None else action.timestamp_ms
+        b.nbytes = action.bytes_
+        if b.nbytes is None and self.part2:
+            key = None if b.key is None else b.key.encode()
+            b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
+        b.first_send = self.now
+        b.deadline = self.now + self.cfg.delivery_timeout_ms
+        self.batches.append(b)
+        self.pending_batches += 1
+        self._producer_send(b.index)
+
+    def _set_state(self, b: Batch, state: str) -> None:
+        b.state = state
+        if state in ("backoff", "waiting_for_leader", "held"):
+            self.unsendable.add(b.index)
+        else:
+            self.unsendable.discard(b.index)
+
+    def _held_by(self, idx: int) -> Batch | None:
+        """The earlier batch of this partition that is waiting to be sent again, if any. A retried
+        batch goes back to the front of the partition's queue (RecordAccumulator.reenqueue, in
+        sequence order with idempotence) and the drain takes only the queue's first batch, skipping
+        the partition while that one backs off or has no leader, so no later batch overtakes it."""
+        earlier = [i for i in self.unsendable if i < idx]
+        if earlier:
+            return self.batches[min(earlier)]
+        b = self.batches[idx]
+        if b.idempotent and b.attempts:
+            # RecordAccumulator 569-594, 858-862: a retried batch that already has its sequence goes
+            # out only as the partition's first unacknowledged one, so an earlier batch still in
+            # flight goes first
+            for i in range(idx - 1, -1, -1):
+                e = self.batches[i]
+                if e.idempotent and e.outcome is None:
+                    return e
+        return None
+
+    def _release_held(self) -> None:
+        """Send, in order, the batches that waited behind one that has now been sent or failed:
+        each time the first held batch nothing holds back any more. Iterative (a send made here
+        calls this again and returns at once), so each batch leaves once, however many wait."""
+        if self.releasing:
+            return
+        self.releasing = True
+        try:
+            while True:
+                held = sorted(i for i in self.unsendable if self.batches[i].state == "held")
+                ready = next((i for i in held if self._held_by(i) is None), None)
+                if ready is None:
+                    return
+                self._producer_send(ready)
+        finally:
+            self.releasing = False
+
+    def _producer_expire_held(self, idx: int) -> None:
+        b = self.batches[idx]
+        if b.outcome is None and b.state == "held":
+            # RecordAccumulator.expiredBatches: the delivery timeout counts in the accumulator too
+            why = "delivery.timeout.ms passed while it waited"
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why)
+
+    def _producer_send(self, idx: int) -> None:
+        b = self.batches[idx]
+        if b.outcome is not None:
+            return
+        held_by = self._held_by(idx)
+        if held_by is not None:
+            if b.state != "held":
+                self._set_state(b, "held")
+                self.at(b.deadline, self._producer_expire_held, idx)
+                why = "is in flight" if held_by.state == "awaiting_response" else "waits to be sent again"
+                self.step(
+                    "producer_hold",
+                    "producer",
+                    f"Batch {_fmt_records(b.records)} waits in the producer's queue behind "
+                    f"{_fmt_records(held_by.records)}, which {why}: a partition's batches leave in order",
+                    produce=idx,
+                )
+            return
+        if self.producer_leader == NO_LEADER or not self._can_connect(self.producer_leader):
+            # NetworkClient: a node that refuses the connection gets no request; the batch stays in
+            # the accumulator (no retry is spent) while the producer refreshes its metadata
+            self._producer_refresh()
+        leader = self.producer_leader
+        if leader == NO_LEADER or not self._can_connect(leader):
+            if b.state != "waiting_for_leader":
+                self._set_state(b, "waiting_for_leader")
+                self.step(
+                    "producer_retry",
+                    "producer",
+                    f"The producer knows no leader for the partition; batch {_fmt_records(b.records)} waits "
+                    "for metadata",
+                    produce=idx,
+                )
+            self._producer_wait(b)
+            return
+        b.attempts += 1
+        b.attempt_id += 1
+        self._set_state(b, "awaiting_response")
+        if b.attempts == 1:
+            self.sent_records.extend(b.records)
+        b.target = leader
+        retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
+        if b.acks == 0:
+            self.pending_batches -= 1
+            b.outcome = "sent"
+            b.done_ms = self.now
+            self._set_state(b, "sent")
+        # Throughout, a message is sent before the step that narrates it, so that step's snapshot
+        # shows it in flight (a hop is 1 ms: the next step is often its delivery). Steps schedule
+        # nothing, so this order changes no event and no trace.
+        self.send(
+            "producer",
+            leader,
+            self._leader_on_produce,
+            (leader, idx, b.attempt_id),
+            on_fail=(self._producer_error, idx, b.attempt_id, "NETWORK_EXCEPTION"),
+        )
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(
+                "producer_send",
+                "producer",
+                f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
+                produce=idx,
+                broker=leader,
+                records=b.records,
+            )
+        if b.acks != 0:
+            timeout = self.cfg.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
+            if self.now + timeout > b.deadline:
+                # Sender.getExpiredInflightBatches: a batch in flight at its delivery deadline is
+                # failed then, whatever answer comes later
+                self.at(b.deadline, self._producer_expire, idx, b.attempt_id)
+            else:
+                self.at(self.now + timeout, self._producer_error, idx, b.attempt_id, "REQUEST_TIMED_OUT")
+        self._release_held()
+
+    def _can_connect(self, bid: int) -> bool:
+        return self.brokers[bid].alive
+
+    def _producer_refresh(self) -> None:
+        c = self.ctl
+        self.producer_leader = c.leader
+
+    def _producer_wait(self, b: Batch) -> None:
+        """No reachable leader: wait for metadata without spending a retry, until the delivery timeout."""
+        backoff = self.cfg.retry_backoff_max_ms
+        if self.now + backoff > b.deadline:
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", "delivery.timeout.ms has passed")
+            return
+        self.at(self.now + backoff, self._producer_send, b.index)
+
+    def _producer_backoff(self, b: Batch, error: str, quiet: bool = False) -> None:
+        backoff = min(
+            self.cfg.retry_backoff_ms * (2 ** min(b.retries_used, 10)), self.cfg.retry_backoff_max_ms
+        )
+        if b.retries_used >= self.cfg.retries or self.now + backoff > b.deadline:
+            why = (
+                "retries are exhausted"
+                if b.retries_used >= self.cfg.retries
+                else "delivery.timeout.ms has passed"
+            )
+            self._producer_fail(b, error, why)
+            return
+        b.retries_used += 1
+        if not quiet:
+            self._set_state(b, "backoff")
+            self.step(
+                "producer_retry",
+                "producer",
+                f"{error} is retriable: the producer will resend {_fmt_records(b.records)} in {backoff} ms",
+                produce=b.index,
+            )
+        self.at(self.now + backoff, self._producer_send, b.index)
+
+    def _producer_expire(self, idx: int, attempt_id: int) -> None:
+        b = self.batches[idx]
+        if b.attempt_id != attempt_id or b.state != "awaiting_response" or b.outcome is not None:
+            return
+        why = "delivery.timeout.ms passed while the request was in flight"
+        self._producer_fail(b, "REQUEST_TIMED_OUT", why)
+
+    def _producer_fail(self, b: Batch, error: str, why: str) -> None:
+        self.pending_batches -= 1
+        b.outcome = "failed"
+        self.failed_records.extend(b.records)
+        b.error = error
+        b.done_ms = self.now
+        self._set_state(b, "failed")
+        self.step(
+            "producer_give_up",
+            "producer",
+            f"The producer gives up on {_fmt_records(b.records)}: {error} ({why})",
+            produce=b.index,
+        )
+        self._release_held()
+
+    def _producer_error(self, idx: int, attempt_id: int, error: str) -> None:
+        b = self.batches[idx]
+        if b.attempt_id != attempt_id or b.state != "awaiting_response":
+            return
+        if b.outcome == "sent":
+            return  # acks=0: the client never learns
+        self.step(
+            "producer_receive",
+            "producer",
+            f"Producer gets {error} for {_fmt_records(b.records)}",
+            produce=idx,
+            error=error,
+        )
+        b.error = error
+        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and not any(
+            e.idempotent and e.outcome is None for e in self.batches[: b.index]
+        ):
+            self._bump_producer_epoch(b)
+        if error in REFRESH_METADATA:
+            self._producer_refresh()
+        if error not in RETRIABLE:
+            self._producer_fail(b, error, "not retriable")
+            return
+        self._producer_backoff(b, error)
+
+    def _producer_response(
+        self, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None
+    ) -> None:
+        b = self.batches[idx]
+        if error is not None:
+            self._producer_error(idx, attempt_id, error)
+            return
+        if b.attempt_id != attempt_id or b.outcome is not None:
+            return
+        self.pending_batches -= 1
+        b.outcome = "acked"
+        self.acked_records.extend(b.records)
+        b.error = None
+        b.offsets = offsets
+        b.done_ms = self.now
+        self._set_state(b, "acked")
+        assert offsets is not None
+        self.step(
+            "producer_receive",
+            "producer",
+            f"Producer: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
+            produce=idx,
+            offsets=offsets,
+        )
+        if self.unsendable:
+            self._release_held()
+
+    def _bump_producer_epoch(self, b: Batch) -> None:
+        """KIP-360 (TransactionManager 549-560, 749-781): the broker reports a gap no earlier batch
+        can fill, so an idempotent producer bumps its own epoch, with no round trip, and numbers
+        this partition's unacknowledged batches again from sequence 0."""
+        self.producer_epoch += 1
+        self.next_seq = 0
+        for e in self.batches[b.index :]:
+            if e.idempotent and e.outcome is None:
+                e.seq = self.next_seq
+                e.pepoch = self.producer_epoch
+                self.next_seq += len(e.records)
+        self.step(
+            "producer_bump_epoch",
+            "producer",
+            f"The gap before {_fmt_records(b.records)} cannot be filled (no earlier batch is unanswered): "
+            f"the producer bumps its epoch to {self.producer_epoch} and numbers its batches from 0 again",
+            produce=b.index,
+        )
