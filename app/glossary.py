@@ -199,11 +199,13 @@ def glossary_page() -> dict[str, Any]:
             "id": t.id,
             "anchor": anchor(t.id),
             "term": t.term,
+            # the letter it is filed under: "__consumer_offsets" under C, as the sort has it
+            "letter": t.term.lstrip("_")[:1].upper(),
             "name": t.name,
             "aliases": [a for a in t.aliases if a.lower() not in (t.term.lower(), (t.name or "").lower())],
             "definition": t.definition,
             "related": [{"title": by_id[r].title, "url": "#" + anchor(r)} for r in t.related],
             "sources": [_source(s) for s in t.sources],
         })
-    letters = sorted({i["term"][0].upper() for i in items if i["term"][0].isalpha()})
+    letters = sorted({i["letter"] for i in items if i["letter"].isalpha()})
     return {"items": items, "letters": letters}

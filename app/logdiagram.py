@@ -363,16 +363,26 @@ def _broker_words(view: dict[str, Any], states: list[dict[str, Any]], groups: di
 
 
 def summary_sentence(timeline: Any, states: list[dict[str, Any]], topic: str) -> str:
+    """One sentence under the diagram: each partition's leader and size (compact beyond two
+    partitions, so it stays one or two lines; the text alternative has the details)."""
     t = timeline.view.get("t_ms", 0)
-    parts = []
-    for st in states:
-        n = st["leo"] - st["log_start"]
-        lead = f"led by B{st['leader']}" if st["leader"] is not None else "with no leader"
-        parts.append(f"P{st['number']} {lead} holds {n} record{'s' if n != 1 else ''}"
-                     f" (log start {st['log_start']}, HW {st['hw']})")
     count = len(states)
-    return (f"After step {timeline.step} of {timeline.step_count} (t = {t} ms): topic {topic} has "
-            f"{count} partition{'s' if count != 1 else ''}; " + "; ".join(parts) + ".")
+    head = (f"After step {timeline.step} of {timeline.step_count} (t = {t} ms): topic {topic} has "
+            f"{count} partition{'s' if count != 1 else ''}; ")
+    if count <= 2:
+        parts = []
+        for st in states:
+            n = st["leo"] - st["log_start"]
+            lead = f"led by B{st['leader']}" if st["leader"] is not None else "with no leader"
+            parts.append(f"P{st['number']} {lead} holds {n} record{'s' if n != 1 else ''}"
+                         f" (log start {st['log_start']}, HW {st['hw']})")
+        return head + "; ".join(parts) + "."
+    sizes = ", ".join(f"P{st['number']} {st['leo'] - st['log_start']}" for st in states)
+    starts = {st["log_start"] for st in states}
+    tail = f"every log starts at {starts.pop()}" if len(starts) == 1 else "log starts differ"
+    offline = [f"P{st['number']}" for st in states if st["leader"] is None]
+    down = f"; {', '.join(offline)} without a leader" if offline else ""
+    return head + f"records per partition: {sizes}; {tail}{down}."
 
 
 def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], consumers: dict[str, Any],

@@ -1174,7 +1174,8 @@ def live_log_bounds(result: dict[str, Any]) -> str | None:
         readable = st["hw"] - st["log_start"]
         parts.append(f"{name} has log start offset {st['log_start']}, high watermark {st['hw']} and log end "
                      f"offset {st['leo']} ({readable} record{'s' if readable != 1 else ''} to read)")
-    text = "Right now " + "; ".join(parts[:4]) + ("; and more" if len(parts) > 4 else "") + "."
+    text = "; ".join(parts[:4]) + ("; and more" if len(parts) > 4 else "") + "."
+    text = text[0].upper() + text[1:]
     if all(st["log_start"] == 0 for st in states) and any(st["leo"] for st in states):
         text += (" No record has been removed: the log start offset is still 0." if len(states) == 1
                  else " No record has been removed: the log start offsets are all still 0.")
@@ -1321,17 +1322,17 @@ def live_lag(result: dict[str, Any]) -> str | None:
                 continue
             behind = max(0, st["hw"] - int(pos))
             committed = ((groups.get(group) or {}).get("committed") or {}).get(p)
-            text = (f"{group} in P{p}: HW {st['hw']}, {cid}'s position {pos}, so {behind} record"
+            text = (f"group {group} in P{p}: HW {st['hw']}, {cid}'s position {pos}, so {behind} record"
                     f"{'s' if behind != 1 else ''} behind")
             if committed is not None:
                 lag = max(0, st["hw"] - int(committed))
                 text += f"; measured from its committed offset {committed}, {lag}"
             else:
-                text += "; it has committed nothing, so a tool that reads committed offsets cannot measure it"
+                text += "; with nothing committed, a tool that reads committed offsets cannot measure it"
             parts.append(text)
     if not parts:
         return "No running consumer has a position in your run yet, so there is no lag to measure."
-    return "Right now: " + ". ".join(parts[:4]) + "."
+    return ". ".join(p[0].upper() + p[1:] for p in parts[:4]) + "."
 
 
 LIVE["live_partition_load"] = live_partition_load
