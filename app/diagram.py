@@ -476,24 +476,25 @@ def _place_items(items: list[dict[str, Any]], x: float, y: float, g: Geometry) -
 def _top_boxes(
     model: dict[str, Any],
     g: Geometry,
-    nodes: tuple[str, str],
+    nodes: tuple[str, ...],
     items_at: dict[str, list[dict[str, Any]]],
     ports: dict[str, dict[str, float]],
 ) -> tuple[list[dict[str, Any]], float, float | None]:
-    """The two boxes over the rows (the producer, and the controller or the consumers): side by
+    """The boxes over the rows (the producer, and the controller or the consumers, if any): side by
     side on a wide screen, stacked on a phone. Returns the boxes, the y under them and where the
     clock goes on a phone (None on a wide screen: it sits on the offsets line)."""
     W = g.width
-    left, right = nodes
     y = 6.0
     boxes = []
     if g.stacked:
         clock_y = y + 12
         y += 18
-        specs = [(left, 6, W - 12), (right, 6, W - 12)]
+        specs = [(node, 6, W - 12) for node in nodes]
     else:
         clock_y = None
-        specs = [(left, 6, g.gutter_left - 8), (right, g.act_left - 4, W - g.act_left - 2)]
+        specs = [(nodes[0], 6, g.gutter_left - 8)]
+        if len(nodes) > 1:
+            specs.append((nodes[1], g.act_left - 4, W - g.act_left - 2))
     tops = []
     for node, bx, bw in specs:
         box = model[node]
@@ -612,7 +613,7 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                     y=cell_y,
                     w=cell_w - 2,
                     h=g.cell_h,
-                    text="" if narrow_cells else short(c["record"]),
+                    text=short(c["record"]) if _fits(short(c["record"]), cell_w) else "",
                     record=c["record"],
                     offset=c["offset"],
                     epoch=c["epoch"],
@@ -634,7 +635,7 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                         y=ghost_y,
                         w=cell_w - 2,
                         h=15,
-                        text="" if narrow_cells else short(c["record"]),
+                        text=short(c["record"]) if _fits(short(c["record"]), cell_w) else "",
                         record=c["record"],
                         offset=c["offset"],
                         epoch=c["epoch"],
@@ -795,6 +796,12 @@ def _lane_layout(
     return out, top + LANE_H + (lines - 1) * 12
 
 
+def _fits(text: str, cell_w: float, char_w: float = 6.4) -> bool:
+    """Whether a cell's text fits in it: always in a wide cell, in a narrow one when it is short
+    (a one- or two-letter record name stays readable when a long log narrows the cells)."""
+    return cell_w >= 22 or len(text) * char_w <= cell_w - 4
+
+
 def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     """SVG coordinates of a log diagram's content (app/logdiagram.py) in geometry `g`."""
     W = g.width
@@ -805,7 +812,8 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
     narrow_cells = cell_w < 22
     ports: dict[str, dict[str, float]] = {}
-    boxes, y, clock_y = _top_boxes(model, g, ("producer", "consumers"), items_at, ports)
+    nodes = ("producer", "consumers") if model.get("consumers") else ("producer",)
+    boxes, y, clock_y = _top_boxes(model, g, nodes, items_at, ports)
 
     # the brokers, one badge each, after a label
     strip_y = round(y + 12, 1)
@@ -823,14 +831,37 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     right = (g.act_left - 6) if not g.stacked else (W - 6)
 
     rows = []
+    any_segments = any(r.get("segments") for r in model["rows"])
     for r in model["rows"]:
-        row = {k: v for k, v in r.items() if k not in ("cells_model", "lanes")}
+        row = {k: v for k, v in r.items() if k not in ("cells_model", "lanes", "segments", "deleted")}
         node = f"p{r['id']}"
         items = [dict(i) for i in items_at.get(node, [])]
         top = y
         row["name_y"] = round(top + 14, 1)
         badges = [dict(b) for b in r["badges"]]
         conditions = [dict(c) for c in r["conditions"]]
+        if r.get("absent"):
+            # a partition that does not exist yet: its name, a badge and a note where its log
+            # would be, no log or markers; as tall as an empty partition's row, so that its
+            # creation does not push the rest of the page down
+            if g.stacked:
+                name_w = len(r["label"]) * 9 + 14
+                head_bottom = _flow(badges, LABEL_X + name_w, top + 3, W - 8, g, BADGE_H)
+                log_top = max(top + 20, head_bottom + 4)
+            else:
+                head_bottom = _flow(badges, LABEL_X, top + 20, g.log_left - 10, g, BADGE_H)
+                log_top = top
+            cells_bottom = log_top + 14 + g.cell_h + 13 + (18 if any_segments else 0)
+            bottom = max(head_bottom, cells_bottom)
+            row.update(badges=badges, conditions=[], cells=[], lanes=[], acts=[], segs=[], seg_lines=[],
+                       gap=None, band_y=round(top, 1), band_h=round(bottom + 4 - top, 1),
+                       note={"x": g.log_left + 4, "y": round(log_top + 14 + g.cell_h / 2 + 4, 1),
+                             "text": "does not exist yet"},
+                       mid_y=round(log_top + 14 + g.cell_h / 2, 1), spare=False)
+            ports[node] = {"in_y": row["mid_y"]}
+            rows.append(row)
+            y = bottom + 8
+            continue
         if g.stacked:
             name_w = len(r["label"]) * 9 + 14
             head_bottom = _flow(badges + conditions, LABEL_X + name_w, top + 3, W - 8, g, BADGE_H)
@@ -853,7 +884,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 y=cell_y,
                 w=cell_w - 2,
                 h=g.cell_h,
-                text="" if narrow_cells else short(c["record"]),
+                text=short(c["record"]) if _fits(short(c["record"]), cell_w) else "",
                 record=c["record"],
                 offset=c["offset"],
                 epoch=None,
@@ -862,7 +893,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 glyph="",
                 title=c["title"],
             )
-            key = "" if narrow_cells else short(c["key"], KEY_CHARS)
+            key = short(c["key"], KEY_CHARS) if _fits(short(c["key"], KEY_CHARS), cell_w, 5.2) else ""
             # a record without a key has its value in the middle of the cell
             ty = cell.ty if key else round(cell.my + 4, 1)
             cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": ty, "ey": cell.ey,
@@ -885,13 +916,41 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         row["hw_label_y"] = round(cell_y - 3, 1)
         row["marker_top"] = round(cell_y - 2, 1)
         row["marker_bottom"] = round(cell_y + g.cell_h + 2, 1)
+        gone = r.get("deleted")
+        if gone is not None:
+            # the deleted offsets: one dashed gap where their cells were, the records are gone
+            gx = round(g.log_left + gone["first"] * cell_w, 1)
+            gw = round((gone["last"] - gone["first"] + 1) * cell_w - 2, 1)
+            label = "deleted" if gw >= 44 else ("del." if gw >= 24 else "")
+            row["gap"] = {"x": gx, "y": round(cell_y, 1), "w": gw, "h": g.cell_h, "cx": round(gx + gw / 2, 1),
+                          "ty": round(cell_y + g.cell_h / 2 + 4, 1), "text": label, "title": gone["title"]}
+        else:
+            row["gap"] = None
         lane_y = marker_y + 15
+        segs, seg_lines = [], []
+        if r.get("segments"):
+            # the segments under the log: a bracket per segment with its size, the last one active
+            line_y = round(marker_y + 15, 1)
+            last = len(r["segments"]) - 1
+            for k, seg in enumerate(r["segments"]):
+                x1 = round(g.log_left + seg["base"] * cell_w + 1, 1)
+                x2 = round(g.log_left + seg["next"] * cell_w - 3, 1) if seg["next"] > seg["base"] else x1 + 6
+                room = (right - x1) if k == last else (x2 - x1 + 4)
+                text = seg["text"] if len(seg["text"]) * g.char_w * 0.85 <= room else (
+                    seg["short"] if len(seg["short"]) * g.char_w * 0.85 <= room else "")
+                segs.append({"x1": x1, "x2": round(x2, 1), "y": line_y, "tx": x1, "ty": round(line_y + 11, 1),
+                             "text": text, "active": seg["active"], "title": seg["title"],
+                             "d": f"M{x1} {round(line_y - 4, 1)}v4H{round(x2, 1)}v-4"})
+                if seg["base"] > m["start"]:
+                    seg_lines.append(round(g.log_left + seg["base"] * cell_w - 1, 1))
+            lane_y = line_y + 18
+        row["segs"], row["seg_lines"] = segs, seg_lines
         lanes = []
         for lane in r["lanes"]:
             placed, lane_y = _lane_layout(lane, x_of, lane_y, right, g)
             lanes.append(placed)
         row["lanes"] = lanes
-        lanes_bottom = lane_y if lanes else marker_y + 12
+        lanes_bottom = lane_y if (lanes or segs) else marker_y + 12
         if g.stacked:
             bottom = _place_items(items, g.act_left, lanes_bottom + 4, g) if items else lanes_bottom
         else:

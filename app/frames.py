@@ -86,6 +86,13 @@ def format_ms(ms: int) -> str:
     if ms < 1000:
         return f"{ms} ms"
     seconds = ms / 1000
+    if seconds >= 600:  # minutes, hours and days (retention and offset expiry run that long)
+        minutes = round(seconds / 60)
+        days, minutes = divmod(minutes, 24 * 60)
+        hours, minutes = divmod(minutes, 60)
+        parts = ([f"{days} d"] if days else []) + ([f"{hours} h"] if hours else []) + (
+            [f"{minutes} min"] if minutes or not (days or hours) else [])
+        return " ".join(parts)
     if seconds >= 100:
         return f"{seconds:.0f} s"
     return f"{seconds:.1f} s"
@@ -129,8 +136,12 @@ class Run:
 
 def _step_key(step: dict[str, Any]) -> tuple[Any, ...]:
     """What must match for two steps to count as the same: the kind and who took it; with
-    several partitions the kind alone, so the same event in each partition is one repetition."""
+    several partitions the kind alone, so the same event in each partition is one repetition,
+    except for a step that carries records: where records go is what a round of produces shows
+    (a key's partition, a sticky run), so a round in another partition is not a repeat."""
     if "partition" in step:
+        if step.get("records"):
+            return (step.get("kind"), step.get("partition"))
         return (step.get("kind"),)
     return (step.get("kind"), step.get("actor"))
 
