@@ -90,7 +90,9 @@ def format_ms(ms: int) -> str:
         minutes = round(seconds / 60)
         days, minutes = divmod(minutes, 24 * 60)
         hours, minutes = divmod(minutes, 60)
-        parts = ([f"{days} d"] if days else []) + ([f"{hours} h"] if hours else []) + (
+        # words, not "d" and "h": a one-letter unit reads like a record named d or h
+        parts = ([f"{days} day{'s' if days != 1 else ''}"] if days else []) + (
+            [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []) + (
             [f"{minutes} min"] if minutes or not (days or hours) else [])
         return " ".join(parts)
     if seconds >= 100:

@@ -483,9 +483,9 @@ def clock_text(t_ms: int) -> str:
     days, rest = divmod(t_ms, 86_400_000)
     hours, rest = divmod(rest, 3_600_000)
     minutes, rest = divmod(rest, 60_000)
-    parts = [f"{days} d"] if days else []
+    parts = [f"{days} day{'s' if days != 1 else ''}"] if days else []
     if days or hours:
-        parts.append(f"{hours} h")
+        parts.append(f"{hours} hour{'s' if hours != 1 else ''}")
     parts.append(f"{minutes} min")
     parts.append(f"{rest / 1000:.3f} s")
     return "t = " + " ".join(parts)

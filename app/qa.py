@@ -1420,6 +1420,102 @@ def live_segments(result: dict[str, Any]) -> str | None:
     return text
 
 
+def _scenario_topic(result: dict[str, Any]) -> dict[str, Any]:
+    return (result.get("scenario") or {}).get("topic") or {}
+
+
+def _sent_at(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """When the producer sent each record (its CreateTime, the timestamp retention reads)."""
+    out: dict[str, int] = {}
+    for x in steps:
+        if x.get("kind") == "producer_send":
+            for r in x.get("records") or []:
+                out.setdefault(str(r), int(x["t_ms"]))
+    return out
+
+
+def live_retention_time(result: dict[str, Any]) -> str | None:
+    """When the oldest segment of each partition passes retention.ms, from its newest record."""
+    states = _existing_states(result)
+    steps = _steps_so_far(result)
+    topic = _scenario_topic(result)
+    keep_ms = int(topic.get("retention.ms", 604_800_000))
+    timing = (result.get("scenario") or {}).get("timing") or {}
+    every = int(timing.get("log.retention.check.interval.ms", 300_000))
+    sent = _sent_at(steps)
+    now = int(_state(result).get("t_ms", 0))
+    for st in states:
+        segs = [x for x in st["segments"] if int(x["next_offset"]) > int(x["base_offset"])]
+        if not segs:
+            continue
+        oldest = segs[0]
+        newest = [str(e.get("record")) for e in st["log"]
+                  if int(oldest["base_offset"]) <= int(e["offset"]) < int(oldest["next_offset"])]
+        born = max((sent[r] for r in newest if r in sent), default=None)
+        if born is None:
+            continue
+        due = born + keep_ms
+        check = 30_000 if due < 30_000 else 30_000 + -(-(due - 30_000) // every) * every
+        if check == due:
+            check += every  # the rule is strict: older than retention.ms
+        span = _segment_span(oldest)
+        text = (f"In your run P{st['number']}'s oldest segment ({span}) has its newest record from "
+                f"{born / 1000:.3f} s; with retention.ms={keep_ms} it may go after {due / 1000:.3f} s, so at "
+                f"the check at {check / 1000:.3f} s")
+        text += f", {_later(check - now)} from now." if check > now else ", which has passed."
+        return text
+    return "In your run no partition holds a record yet, so no segment can age out."
+
+
+def _later(ms: int) -> str:
+    from app.frames import format_ms
+
+    return format_ms(ms)
+
+
+def live_retention_size(result: dict[str, Any]) -> str | None:
+    states = _existing_states(result)
+    limit = _scenario_topic(result).get("retention.bytes", -1)
+    if not isinstance(limit, int) or limit < 0:
+        return ("In your run retention.bytes is -1, so size never deletes anything; set it to see the floor "
+                "at work.")
+    parts = []
+    for st in states[:3]:
+        sizes = [int(x["bytes"]) for x in st["segments"]]
+        total = sum(sizes)
+        keep = total
+        gone = 0
+        for size in sizes[:-1]:  # never the active segment (unless retention.bytes is 0)
+            if keep - size < limit:
+                break
+            keep -= size
+            gone += 1
+        verdict = (f"the next check would delete {gone} segment{'s' if gone != 1 else ''} and keep {keep} "
+                   "bytes" if gone else "the next check would delete nothing")
+        many = "s" if len(sizes) != 1 else ""
+        parts.append(f"P{st['number']} holds {total} bytes in {len(sizes)} segment{many} against "
+                     f"retention.bytes={limit}: {verdict}")
+    return "In your run, " + "; ".join(parts) + "."
+
+
+def live_fell_behind(result: dict[str, Any]) -> str | None:
+    if any(x.get("kind") == "consumer_out_of_range" for x in _steps_so_far(result)):
+        return live_reset_outcome(result)  # it has happened: say what the consumer did
+    consumers, groups = _clients(result)
+    states = {st["number"]: st for st in _existing_states(result)}
+    for gid in sorted(groups):
+        for p, off in sorted((groups[gid].get("committed") or {}).items()):
+            st = states.get(int(p))
+            if st is not None and int(off) < st["log_start"]:
+                policy = next((str(c.get("auto.offset.reset", "latest"))
+                               for c in (result.get("scenario") or {}).get("consumers") or []
+                               if c.get("group.id") == gid), "latest")
+                return (f"In your run the committed offset of group {gid}, {off}, is below P{p}'s log start "
+                        f"offset {st['log_start']}: the next member's fetch there gets OFFSET_OUT_OF_RANGE, "
+                        f"and auto.offset.reset={policy} decides where it goes.")
+    return live_reset_outcome(result)
+
+
 def live_producer_metadata(result: dict[str, Any]) -> str | None:
     from app.logdiagram import producer_metadata
 
@@ -1442,8 +1538,8 @@ def live_sticky(result: dict[str, Any]) -> str | None:
     steps = _steps_so_far(result)
     draws = [x for x in steps if x.get("kind") == "producer_sticky_partition"]
     if not draws:
-        return ("The producer in your run has sent no record without a key so far (or ignored none), so the "
-                "sticky partitioner has not drawn a partition yet.")
+        return ("The producer in your run has not sent a record without a key yet (nor a keyed one with "
+                "partitioner.ignore.keys=true), so the sticky partitioner has not drawn a partition.")
     picked = [f"P{x.get('partition')}" for x in draws]
     repeats = sum(1 for a, b in zip(picked, picked[1:], strict=False) if a == b)
     times = f"{len(draws)} time{'s' if len(draws) != 1 else ''}"
@@ -1464,5 +1560,8 @@ LIVE["live_received"] = live_received
 LIVE["live_lag"] = live_lag
 LIVE["live_offsets_partition"] = live_offsets_partition
 LIVE["live_segments"] = live_segments
+LIVE["live_retention_time"] = live_retention_time
+LIVE["live_retention_size"] = live_retention_size
+LIVE["live_fell_behind"] = live_fell_behind
 LIVE["live_producer_metadata"] = live_producer_metadata
 LIVE["live_sticky"] = live_sticky
