@@ -51,12 +51,11 @@ PARTITIONER_KEYS = ("partitioner.ignore.keys", "metadata.max.age.ms")
 
 
 def log_mode(scenario: dict[str, Any]) -> bool:
-    """Whether a scenario is drawn as partitions and readers: it declares consumers, has several
-    partitions (now or after an add_partitions), sets the partitioner's producer settings, or sets
-    segment or retention settings."""
-    topic = scenario.get("topic") or {}
+    """Whether a scenario is drawn as partitions and readers: it declares consumers, adds
+    partitions, sets the partitioner's producer settings, or sets segment or retention settings.
+    (Several partitions alone do not: the durability scenes draw one partition's replicas.)"""
     producer = scenario.get("producer") or {}
-    return (bool(scenario.get("consumers")) or int(topic.get("partitions") or 1) > 1
+    return (bool(scenario.get("consumers"))
             or any(a.get("do") == "add_partitions" for a in scenario.get("actions") or [])
             or any(k in producer for k in PARTITIONER_KEYS) or shows_segments(scenario))
 

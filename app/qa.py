@@ -1271,23 +1271,27 @@ def live_key_partitions(result: dict[str, Any]) -> str | None:
 
 def live_reset_outcome(result: dict[str, Any]) -> str | None:
     steps = _steps_so_far(result)
-    parts: list[str] = []
+    # (consumer, why, policy) -> the partitions and positions it set, in the order they happened
+    resets: dict[tuple[str, str, str], list[str]] = {}
+    errors: list[str] = []
     out_of_range: dict[str, str] = {}
     for s in steps:
         cid = str(s.get("consumer"))
         if s.get("kind") == "consumer_out_of_range":
             out_of_range[cid] = s["text"].split(" gets ")[0].replace(f"{cid}'s fetch of ", "")
         elif s.get("kind") == "consumer_reset_offset" and s.get("offset") is not None:
-            where = f"P{s.get('partition_id', 0)} {s['offset']}"
             why = (f"found {out_of_range.pop(cid)} out of range" if cid in out_of_range
                    else "had no committed offset")
-            parts.append(f"{cid} {why}, so auto.offset.reset={s.get('policy')} set its position to {where}")
+            resets.setdefault((cid, why, str(s.get("policy"))), []).append(
+                f"P{s.get('partition_id', 0)} {s['offset']}")
         elif s.get("kind") == "consumer_error" and s.get("error"):
-            parts.append(f"{cid}'s poll() threw {s['error']}")
+            errors.append(f"{cid}'s poll() threw {s['error']}")
     if not steps and result.get("consumers"):
-        parts = [f"{cid}'s poll() threw {e['error']}" for cid, c in result["consumers"].items()
-                 for e in c.get("errors") or []]
-    parts = list(dict.fromkeys(parts))
+        errors = [f"{cid}'s poll() threw {e['error']}" for cid, c in result["consumers"].items()
+                  for e in c.get("errors") or []]
+    parts = [f"{cid} {why}, so auto.offset.reset={policy} set its position to {', '.join(at)}"
+             for (cid, why, policy), at in resets.items()]
+    parts += list(dict.fromkeys(errors))[:2]
     if not parts:
         return ("No consumer in your run has needed auto.offset.reset so far: it applies only when a group "
                 "with no committed offset gets a partition, or its offset is out of range.")
