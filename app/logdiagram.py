@@ -309,8 +309,10 @@ def _broker_badges(view: dict[str, Any], states: list[dict[str, Any]],
         coordinates = sorted(g for g, st in groups.items() if st.get("coordinator") == bid)
         conditions = dg.condition_badges(b, replica=False)
         bad = any(c["cls"] == "bad" for c in conditions)
-        text = f"B{bid} {'✖' if bad else '●'}" + (" leads " + _partitions_text(leads) if leads else "")
-        text += "".join(f" · {c['text']}" for c in conditions)
+        # a broker with something wrong says what (each condition has its own glyph), else ● running
+        state = " · ".join(c["text"] for c in conditions) if conditions else "●"
+        text = f"B{bid} {state}" + (" · leads " if conditions and leads else " leads " if leads else "")
+        text += _partitions_text(leads) if leads else ""
         title = [c["title"] for c in conditions]
         title.append(f"leads {_partitions_text(leads)}" if leads else "leads no partition of this topic")
         out.append({"text": text, "cls": "bad" if bad else ("leader" if leads else "broker"),
