@@ -517,11 +517,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     "url": urls.scene_path(s.id) if s.built else None,
                 }
             )
+        # the path starts at the first built scene of the core course (01 Foundations)
+        start = next((c for c in course if c["track"] == "core" and c["built"]), None)
         return render(
             request,
             "home.html",
             {
                 "page_title": "Course map",
+                "start": start,
                 "tracks": [
                     {
                         "id": "core",

@@ -17,7 +17,7 @@ from .partitioner import generation_for
 from .producers import ProducerProc
 from .scenario import Config, Limits, ScenarioError
 from .sim import _WAKEUPS, Sim
-from .state import BROKER_LEVEL_KINDS, TOPIC_KINDS
+from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, TOPIC_KINDS
 
 # steps of the consumers and the admin client (engine/consumers.py), not of one partition's replicas
 CLIENT_KIND_PREFIXES = ("consumer_", "group_", "admin_")

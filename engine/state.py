@@ -243,6 +243,8 @@ def _fmt_set(ids: list[int]) -> str:
 
 # Steps about a broker or the operator, which every partition's simulation emits identically; with
 # several partitions they are kept once (from partition 0). Steps that carry records are per partition.
+# steps of the consumers and the admin client (engine/consumers.py), not of one partition's replicas
+CLIENT_KIND_PREFIXES = ("consumer_", "group_", "admin_")
 BROKER_LEVEL_KINDS = frozenset(
     {
         "broker_crash",

@@ -312,6 +312,13 @@ class ObserveRole:
                     "done_ms": b.done_ms,
                 }
             )
+            if self.part2:  # the contract's part-2 fields of a produce
+                produce[-1].update(
+                    producer=self.cfg.producers[0].id if self.cfg.producers else "producer",
+                    partition=self.partition,
+                    producer_id=PRODUCER_ID if b.seq >= 0 else -1,
+                    producer_epoch=b.pepoch if b.seq >= 0 else -1,
+                )
             if b.outcome == "acked":
                 acked.extend(b.records)
         if c.leader != NO_LEADER:

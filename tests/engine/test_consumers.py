@@ -441,3 +441,17 @@ def test_a_poll_loop_reads_what_arrives_and_its_idle_days_are_skipped():
     assert [x["record"] for x in r["consumers"]["c0"]["received"]] == ["v0", "v1", "v2", "v3"]
     assert r["groups"]["g"]["committed"] == {"0": 4}  # auto-commit inside the loop's polls
     assert r["polls"] == []  # polls[] follows poll actions only
+
+
+def test_part2_produce_entries_name_producer_partition_id_and_epoch():
+    """Contract part 2: produce[i] gains producer, partition, producer_id and producer_epoch; a
+    part-1 scenario's produce entries keep their shape."""
+    r = simulate(
+        one_broker([], [{"do": "produce", "records": ["a"], "key": "k"}, {"do": "settle"}], partitions=2)
+    )
+    p = r["produce"][0]
+    assert (p["producer"], p["producer_id"], p["producer_epoch"]) == ("producer", 1000, 0)
+    assert p["partition"] == r["partitions"][p["partition"]]["partition"]
+    assert r["partitions"][p["partition"]]["log"][0]["sequence"] == 0
+    plain = simulate({"actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]})
+    assert "producer_id" not in plain["produce"][0]

@@ -40,6 +40,13 @@ def test_course_map_lists_scenes_in_order_and_links_only_built_ones(client):
     assert r.text.count(">coming<") == sum(1 for i in items if not i["built"])
 
 
+def test_the_course_map_says_where_to_start(client):
+    """Issue 10: the home page has a "Start here" path from 01, the first scene of the course."""
+    r = client.get("/")
+    assert r.context["start"]["id"] == "01"
+    assert 'class="start-link" href="/scenes/01"' in r.text and "Start here" in r.text
+
+
 def test_scene_page_has_the_whole_anatomy(client):
     r = client.get(SCENE)
     assert r.status_code == 200 and r.template.name == "scene.html"
