@@ -19,9 +19,6 @@ from .scenario import Config, Limits, ScenarioError
 from .sim import _WAKEUPS, Sim
 from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, TOPIC_KINDS
 
-# steps of the consumers and the admin client (engine/consumers.py), not of one partition's replicas
-CLIENT_KIND_PREFIXES = ("consumer_", "group_", "admin_")
-
 _LOOP_TICK = Clients._loop_tick
 
 
