@@ -851,7 +851,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
             else:
                 head_bottom = _flow(badges, LABEL_X, top + 20, g.log_left - 10, g, BADGE_H)
                 log_top = top
-            cells_bottom = log_top + 14 + g.cell_h + 13 + (18 if any_segments else 0)
+            cells_bottom = log_top + 14 + g.cell_h + 13 + (22 if any_segments else 0)
             bottom = max(head_bottom, cells_bottom)
             row.update(badges=badges, conditions=[], cells=[], lanes=[], acts=[], segs=[], seg_lines=[],
                        gap=None, band_y=round(top, 1), band_h=round(bottom + 4 - top, 1),
@@ -930,7 +930,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         segs, seg_lines = [], []
         if r.get("segments"):
             # the segments under the log: a bracket per segment with its size, the last one active
-            line_y = round(marker_y + 15, 1)
+            line_y = round(marker_y + 19, 1)
             last = len(r["segments"]) - 1
             for k, seg in enumerate(r["segments"]):
                 x1 = round(g.log_left + seg["base"] * cell_w + 1, 1)
@@ -946,8 +946,12 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
             lane_y = line_y + 18
         row["segs"], row["seg_lines"] = segs, seg_lines
         lanes = []
+        # on a wide screen a lane below the row's activity (its pills) may use the activity
+        # column too, so that a long label stays to the right of its marker
+        acts_end = top + 4 + len(items) * ITEM_H
         for lane in r["lanes"]:
-            placed, lane_y = _lane_layout(lane, x_of, lane_y, right, g)
+            lane_right = right if (g.stacked or lane_y <= acts_end) else W - 8
+            placed, lane_y = _lane_layout(lane, x_of, lane_y, lane_right, g)
             lanes.append(placed)
         row["lanes"] = lanes
         lanes_bottom = lane_y if (lanes or segs) else marker_y + 12
