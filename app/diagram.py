@@ -755,37 +755,52 @@ def _lane_layout(
     lane: dict[str, Any], x_of: Any, top: float, right: float, g: Geometry
 ) -> tuple[dict[str, Any], float]:
     """A reader lane: its markers (▲ a member's position, ◆ the group's committed offset) at their
-    offsets, markers at one offset sharing one label; a label that would run into the previous
-    one moves down a line. Returns the lane and its bottom y."""
+    offsets, markers at one offset sharing one label when it fits beside them (else one label
+    each). A label goes right of its marker, else left; one that fits neither way, or would run
+    into the previous label or over another marker of the lane (markers sit on the first line),
+    moves down a line. Returns the lane and its bottom y."""
     at: dict[int, list[dict[str, Any]]] = {}
     for m in lane["markers"]:
         at.setdefault(int(m["offset"]), []).append(m)
+    mark_xs = {offset: x_of(offset) for offset in at}
     marks = []
     labels = []
     line_ends: list[float] = []
-    for offset in sorted(at):
-        group = at[offset]
-        x = x_of(offset)
-        kinds = [m["kind"] for m in group]
-        for k, m in enumerate(sorted(group, key=lambda m: m["kind"] != "position")):
-            dx = 0 if len(kinds) == 1 else -4 + 8 * k  # two marks at one offset sit side by side
-            marks.append({"x": x, "kind": m["kind"], "title": m["title"], "dx": dx})
-        text = " · ".join(m["text"] for m in sorted(group, key=lambda m: m["kind"] != "position"))
-        w = len(text) * g.char_w * 0.92
-        tx, anchor = x + 8, "start"
-        if tx + w > right:
-            tx, anchor = max(x - 8, w + 4), "end"
-        start = tx if anchor == "start" else tx - w
-        end = tx + w if anchor == "start" else tx
-        line = 0
+
+    def width(text: str) -> float:  # lane labels are bold: wider than g.char_w's average
+        return len(text) * g.char_w * 1.12
+
+    def put(text: str, title: str, x: float, offset: int) -> None:
+        w = width(text)
+        if x + 8 + w <= right:
+            tx, anchor, start, end, forced = x + 8, "start", x + 8, x + 8 + w, False
+        elif x - 8 - w >= 4:
+            tx, anchor, start, end, forced = x - 8, "end", x - 8 - w, x - 8, False
+        else:  # fits neither beside its marker: under the markers, as far right as it can go
+            start = max(4.0, min(x - w / 2, right - w))
+            tx, anchor, end, forced = start, "start", start + w, True
+        over_a_mark = forced or any(start - 6 < mx < end + 6 for o, mx in mark_xs.items() if o != offset)
+        line = 1 if over_a_mark else 0
         while line < len(line_ends) and start < line_ends[line] + 6:
             line += 1
-        if line == len(line_ends):
-            line_ends.append(end)
+        while len(line_ends) <= line:
+            line_ends.append(float("-inf"))
+        line_ends[line] = end
+        labels.append({"x": round(tx, 1), "anchor": anchor, "line": line, "text": text, "title": title})
+
+    for offset in sorted(at):
+        group = sorted(at[offset], key=lambda m: m["kind"] != "position")
+        x = mark_xs[offset]
+        for k, m in enumerate(group):
+            dx = 0 if len(group) == 1 else -4 + 8 * k  # two marks at one offset sit side by side
+            marks.append({"x": x, "kind": m["kind"], "title": m["title"], "dx": dx})
+        text = " · ".join(m["text"] for m in group)
+        fits = x + 8 + width(text) <= right or x - 8 - width(text) >= 4
+        if fits or len(group) == 1:
+            put(text, "; ".join(m["title"] for m in group), x, offset)
         else:
-            line_ends[line] = end
-        labels.append({"x": round(tx, 1), "anchor": anchor, "line": line, "text": text,
-                       "title": "; ".join(m["title"] for m in group)})
+            for m in group:
+                put(m["text"], m["title"], x, offset)
     lines = max(1, len(line_ends))
     mark_y = top + 1
     for mk in marks:
