@@ -33,7 +33,6 @@ KIP_PAGES: dict[int, str] = {
     1: "KIP-1+-+Remove+support+of+request.required.acks",
     101: "KIP-101+-+Alter+Replication+Protocol+to+use+Leader+Epoch+rather+than+High+Watermark+for+Truncation",
     106: "KIP-106+-+Change+Default+unclean.leader.election.enabled+from+True+to+False",
-    107: "KIP-107%3A+Add+deleteRecordsBefore%28%29+API+in+AdminClient",
     211: "KIP-211%3A+Revise+Expiration+Semantics+of+Consumer+Group+Offsets",
     250: "KIP-250+Add+Support+for+Quorum-based+Producer+Acknowledgment",
     279: "KIP-279%3A+Fix+log+divergence+between+leader+and+follower+after+fast+leader+fail+over",
