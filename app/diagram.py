@@ -758,7 +758,9 @@ def _lane_layout(
     offsets, markers at one offset sharing one label when it fits beside them (else one label
     each). A label goes right of its marker, else left; one that fits neither way, or would run
     into the previous label or over another marker of the lane (markers sit on the first line),
-    moves down a line. Returns the lane and its bottom y."""
+    moves down a line: a label beside the wrong marker reads as that marker's value (the
+    new-learner check read "payments committed 1" as the value at c0's position marker). Returns
+    the lane and its bottom y."""
     at: dict[int, list[dict[str, Any]]] = {}
     for m in lane["markers"]:
         at.setdefault(int(m["offset"]), []).append(m)
