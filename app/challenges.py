@@ -11,6 +11,14 @@ the run:
                            sit in three different partitions
     fan_out                the records that were in the log when some group's first member
                            subscribed all reached that group, and another group too
+    skip_records           a group is past a record that is still in the log and that no member
+                           of the group processed: the group's committed offset, or a running
+                           member's position, lies beyond it. A record poll() returned counts as
+                           processed unless its consumer crashed before its next poll() or close()
+    hot_partition          on a topic of at least HOT_MIN_PARTITIONS partitions, with at least
+                           HOT_MIN_RECORDS records placed by their key, one partition holds at
+                           least twice an even share of them, and one key makes up more than half
+                           of that partition's (a skewed key, not keys colliding)
 
 Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
 (consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
@@ -141,10 +149,132 @@ def fan_out(timeline: Any) -> tuple[bool, str]:
     return False, "every group started before the records it could read were written."
 
 
+def processed_so_far(steps: list[dict[str, Any]], group_of: dict[str, str]) -> tuple[
+        dict[str, set[tuple[int, int]]], dict[str, list[dict[str, Any]]]]:
+    """Per group, the (partition, offset) of every record its members processed in `steps`, and
+    per consumer the records it held when it crashed (returned by poll(), never processed).
+
+    An application processes what poll() returned before it calls poll() again or close(); a
+    crash in between loses that work. What the last poll of a consumer still running returned
+    counts as processed (it is being processed now)."""
+    holding: dict[str, list[dict[str, Any]]] = {}
+    done: dict[str, set[tuple[int, int]]] = {}
+    lost: dict[str, list[dict[str, Any]]] = {}
+
+    def finish(cid: str) -> None:
+        rows = holding.pop(cid, [])
+        done.setdefault(group_of.get(cid, cid), set()).update((r["partition"], r["offset"]) for r in rows)
+
+    for s in steps:
+        kind = s.get("kind")
+        cid = str(s.get("consumer"))
+        if kind == "consumer_poll":
+            finish(cid)
+            got = zip(s.get("got") or [], s.get("records") or [], strict=False)
+            holding[cid] = [{"partition": int(p), "offset": int(off), "record": str(rec)}
+                            for (p, off), rec in got]
+        elif kind == "consumer_close":
+            finish(cid)
+        elif kind == "consumer_crash":
+            lost.setdefault(cid, []).extend(holding.pop(cid, []))
+    for cid in list(holding):
+        finish(cid)
+    return done, lost
+
+
+def skip_records(timeline: Any) -> tuple[bool, str]:
+    steps = timeline.steps[: timeline.step]
+    group_of = _groups(timeline.scenario)
+    done, lost = processed_so_far(steps, group_of)
+    view = timeline.view
+    consumers = view.get("consumers") or {}
+    groups = view.get("groups") or {}
+    states = {st["number"]: st for st in (logdiagram.partition_state(s, i)
+                                          for i, s in enumerate(logdiagram.partition_views(view)))}
+    for gid in sorted(groups):
+        marks: dict[int, tuple[int, str]] = {}
+        for p, off in (groups[gid].get("committed") or {}).items():
+            marks[int(p)] = (int(off), f"its committed offset is {off}")
+        for cid in sorted(consumers):
+            c = consumers[cid]
+            if group_of.get(cid, cid) != gid or not c.get("alive"):
+                continue
+            owned = [int(x) for x in c.get("assigned") or []]
+            for p, off in (c.get("position") or {}).items():
+                if int(p) in owned and int(off) > marks.get(int(p), (-1, ""))[0]:
+                    marks[int(p)] = (int(off), f"{cid}'s position is {off}")
+        for p, (upto, why) in sorted(marks.items()):
+            st = states.get(p)
+            if st is None or st.get("absent"):
+                continue
+            skipped = [e for e in st["log"]
+                       if st["log_start"] <= int(e["offset"]) < min(upto, st["hw"])
+                       and (p, int(e["offset"])) not in done.get(gid, set())]
+            if skipped:
+                first, last = int(skipped[0]["offset"]), int(skipped[-1]["offset"])
+                span = f"offsets {first}-{last}" if last > first else f"offset {first}"
+                names = _names([str(e.get("record")) for e in skipped])
+                return True, (f"group {gid} is past {names} (P{p} {span}), still in the log, which no member "
+                              f"of {gid} processed: {why}, and nothing told the application.")
+    dropped = [(cid, r) for cid, rows in sorted(lost.items()) for r in rows]
+    if dropped:
+        cid = dropped[0][0]
+        names = _names([r["record"] for c, r in dropped if c == cid])
+        gid = group_of.get(cid, cid)
+        return False, (f"{cid} crashed holding {names}, never processed, but group {gid} is not past them: "
+                       "they will be read again (a repeat, not a skip).")
+    if not groups:
+        return False, "no consumer group has read anything yet."
+    return False, ("every record a group is past was processed by one of its members, or is no longer "
+                   "in the log.")
+
+
+HOT_MIN_PARTITIONS = 6
+HOT_MIN_RECORDS = 6
+
+
+def hot_partition(timeline: Any) -> tuple[bool, str]:
+    scenario = timeline.scenario
+    if (scenario.get("producer") or {}).get("partitioner.ignore.keys"):
+        return False, ("partitioner.ignore.keys is true, so keys chose no partition here: the sticky "
+                       "partitioner placed every record, and a hot partition now says nothing about a key.")
+    named = {str(r) for a in scenario.get("actions", [])
+             if a.get("do") == "produce" and a.get("partition") is not None for r in a.get("records") or []}
+    states = [st for st in (logdiagram.partition_state(s, i)
+                            for i, s in enumerate(logdiagram.partition_views(timeline.view)))
+              if not st.get("absent")]
+    by_part: dict[int, list[str]] = {}
+    for st in states:
+        by_part[st["number"]] = [str(e["key"]) for e in st["log"]
+                                 if e.get("key") is not None and str(e.get("record")) not in named
+                                 and int(e["offset"]) >= st["log_start"]]
+    n = len(states)
+    total = sum(len(keys) for keys in by_part.values())
+    if total < HOT_MIN_RECORDS:
+        placed = f"{total} record{'s' if total != 1 else ''} placed by {'their' if total != 1 else 'its'} key"
+        return False, f"{placed} so far; the challenge needs {HOT_MIN_RECORDS} or more."
+    even = total / n
+    p, keys = max(by_part.items(), key=lambda kv: (len(kv[1]), -kv[0]))
+    top = max(set(keys), key=lambda k: (keys.count(k), k))
+    share = f"P{p} holds {len(keys)} of the {total} keyed records on {n} partition{'s' if n != 1 else ''}"
+    if len(keys) < 2 * even:
+        return False, f"{share}, below twice an even share ({2 * even:.1f}): no partition is hot."
+    if keys.count(top) * 2 <= len(keys):
+        return False, (f"{share}, a hot partition, but from keys colliding ({', '.join(sorted(set(keys)))}), "
+                       "not one skewed key.")
+    if n < HOT_MIN_PARTITIONS:
+        return False, (f"{share} ({top} alone put {keys.count(top)} there): hot on {n} partitions. Now show "
+                       f"that more partitions do not cool it: {HOT_MIN_PARTITIONS} or more.")
+    return True, (f"{share}, where an even share is {even:.1f}; {top} alone put {keys.count(top)} there, and "
+                  "more partitions cannot spread one key.")
+
+
 JUDGES = {
     "read_before_subscribe": read_before_subscribe,
     "spread_keys": spread_keys,
     "fan_out": fan_out,
+    "skip_records": skip_records,
+    "hot_partition": hot_partition,
 }
 
 

@@ -476,24 +476,25 @@ def _place_items(items: list[dict[str, Any]], x: float, y: float, g: Geometry) -
 def _top_boxes(
     model: dict[str, Any],
     g: Geometry,
-    nodes: tuple[str, str],
+    nodes: tuple[str, ...],
     items_at: dict[str, list[dict[str, Any]]],
     ports: dict[str, dict[str, float]],
 ) -> tuple[list[dict[str, Any]], float, float | None]:
-    """The two boxes over the rows (the producer, and the controller or the consumers): side by
+    """The boxes over the rows (the producer, and the controller or the consumers, if any): side by
     side on a wide screen, stacked on a phone. Returns the boxes, the y under them and where the
     clock goes on a phone (None on a wide screen: it sits on the offsets line)."""
     W = g.width
-    left, right = nodes
     y = 6.0
     boxes = []
     if g.stacked:
         clock_y = y + 12
         y += 18
-        specs = [(left, 6, W - 12), (right, 6, W - 12)]
+        specs = [(node, 6, W - 12) for node in nodes]
     else:
         clock_y = None
-        specs = [(left, 6, g.gutter_left - 8), (right, g.act_left - 4, W - g.act_left - 2)]
+        specs = [(nodes[0], 6, g.gutter_left - 8)]
+        if len(nodes) > 1:
+            specs.append((nodes[1], g.act_left - 4, W - g.act_left - 2))
     tops = []
     for node, bx, bw in specs:
         box = model[node]
@@ -612,7 +613,7 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                     y=cell_y,
                     w=cell_w - 2,
                     h=g.cell_h,
-                    text="" if narrow_cells else short(c["record"]),
+                    text=short(c["record"]) if _fits(short(c["record"]), cell_w) else "",
                     record=c["record"],
                     offset=c["offset"],
                     epoch=c["epoch"],
@@ -634,7 +635,7 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                         y=ghost_y,
                         w=cell_w - 2,
                         h=15,
-                        text="" if narrow_cells else short(c["record"]),
+                        text=short(c["record"]) if _fits(short(c["record"]), cell_w) else "",
                         record=c["record"],
                         offset=c["offset"],
                         epoch=c["epoch"],
@@ -754,43 +755,54 @@ def _lane_layout(
     lane: dict[str, Any], x_of: Any, top: float, right: float, g: Geometry
 ) -> tuple[dict[str, Any], float]:
     """A reader lane: its markers (▲ a member's position, ◆ the group's committed offset) at their
-    offsets, markers at one offset sharing one label; a label that would run into the previous
-    one moves down a line. Returns the lane and its bottom y."""
+    offsets, markers at one offset sharing one label when it fits beside them (else one label
+    each). A label goes right of its marker, else left; one that fits neither way, or would run
+    into the previous label or over another marker of the lane (markers sit on the first line),
+    moves down a line: a label beside the wrong marker reads as that marker's value (the
+    new-learner check read "payments committed 1" as the value at c0's position marker). Returns
+    the lane and its bottom y."""
     at: dict[int, list[dict[str, Any]]] = {}
     for m in lane["markers"]:
         at.setdefault(int(m["offset"]), []).append(m)
+    mark_xs = {offset: x_of(offset) for offset in at}
     marks = []
     labels = []
     line_ends: list[float] = []
-    for offset in sorted(at):
-        group = at[offset]
-        x = x_of(offset)
-        kinds = [m["kind"] for m in group]
-        for k, m in enumerate(sorted(group, key=lambda m: m["kind"] != "position")):
-            dx = 0 if len(kinds) == 1 else -4 + 8 * k  # two marks at one offset sit side by side
-            marks.append({"x": x, "kind": m["kind"], "title": m["title"], "dx": dx})
-        text = " · ".join(m["text"] for m in sorted(group, key=lambda m: m["kind"] != "position"))
-        w = len(text) * g.char_w
-        tx, anchor = x + 8, "start"
-        if tx + w > right:
-            tx, anchor = max(x - 8, w + 4), "end"
-        start = tx if anchor == "start" else tx - w
-        end = tx + w if anchor == "start" else tx
-        # line 0 sits beside the markers: a label that would run over another offset's marker
-        # goes to a line below them (the new-learner check read "payments committed 1" as the
-        # value at the next marker), and no label starts under an earlier one of its line
-        over = any(start - 4 <= x_of(o) <= end + 4 for o in at if o != offset)
-        line = 1 if over else 0
+
+    def width(text: str) -> float:  # lane labels are bold: wider than g.char_w's average
+        return len(text) * g.char_w * 1.12
+
+    def put(text: str, title: str, x: float, offset: int) -> None:
+        w = width(text)
+        if x + 8 + w <= right:
+            tx, anchor, start, end, forced = x + 8, "start", x + 8, x + 8 + w, False
+        elif x - 8 - w >= 4:
+            tx, anchor, start, end, forced = x - 8, "end", x - 8 - w, x - 8, False
+        else:  # fits neither beside its marker: under the markers, as far right as it can go
+            start = max(4.0, min(x - w / 2, right - w))
+            tx, anchor, end, forced = start, "start", start + w, True
+        over_a_mark = forced or any(start - 6 < mx < end + 6 for o, mx in mark_xs.items() if o != offset)
+        line = 1 if over_a_mark else 0
         while line < len(line_ends) and start < line_ends[line] + 6:
             line += 1
-        while len(line_ends) < line:
+        while len(line_ends) <= line:
             line_ends.append(float("-inf"))
-        if line == len(line_ends):
-            line_ends.append(end)
+        line_ends[line] = end
+        labels.append({"x": round(tx, 1), "anchor": anchor, "line": line, "text": text, "title": title})
+
+    for offset in sorted(at):
+        group = sorted(at[offset], key=lambda m: m["kind"] != "position")
+        x = mark_xs[offset]
+        for k, m in enumerate(group):
+            dx = 0 if len(group) == 1 else -4 + 8 * k  # two marks at one offset sit side by side
+            marks.append({"x": x, "kind": m["kind"], "title": m["title"], "dx": dx})
+        text = " · ".join(m["text"] for m in group)
+        fits = x + 8 + width(text) <= right or x - 8 - width(text) >= 4
+        if fits or len(group) == 1:
+            put(text, "; ".join(m["title"] for m in group), x, offset)
         else:
-            line_ends[line] = end
-        labels.append({"x": round(tx, 1), "anchor": anchor, "line": line, "text": text,
-                       "title": "; ".join(m["title"] for m in group)})
+            for m in group:
+                put(m["text"], m["title"], x, offset)
     lines = max(1, len(line_ends))
     mark_y = top + 1
     for mk in marks:
@@ -799,6 +811,12 @@ def _lane_layout(
         lb["y"] = round(top + 10 + lb["line"] * 12, 1)
     out = {"key": lane["key"], "marks": marks, "labels": labels, "y": round(top, 1)}
     return out, top + LANE_H + (lines - 1) * 12
+
+
+def _fits(text: str, cell_w: float, char_w: float = 6.4) -> bool:
+    """Whether a cell's text fits in it: always in a wide cell, in a narrow one when it is short
+    (a one- or two-letter record name stays readable when a long log narrows the cells)."""
+    return cell_w >= 22 or len(text) * char_w <= cell_w - 4
 
 
 def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
@@ -811,7 +829,8 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
     narrow_cells = cell_w < 22
     ports: dict[str, dict[str, float]] = {}
-    boxes, y, clock_y = _top_boxes(model, g, ("producer", "consumers"), items_at, ports)
+    nodes = ("producer", "consumers") if model.get("consumers") else ("producer",)
+    boxes, y, clock_y = _top_boxes(model, g, nodes, items_at, ports)
 
     # the brokers, one badge each, after a label
     strip_y = round(y + 12, 1)
@@ -829,14 +848,37 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     right = (g.act_left - 6) if not g.stacked else (W - 6)
 
     rows = []
+    any_segments = any(r.get("segments") for r in model["rows"])
     for r in model["rows"]:
-        row = {k: v for k, v in r.items() if k not in ("cells_model", "lanes")}
+        row = {k: v for k, v in r.items() if k not in ("cells_model", "lanes", "segments", "deleted")}
         node = f"p{r['id']}"
         items = [dict(i) for i in items_at.get(node, [])]
         top = y
         row["name_y"] = round(top + 14, 1)
         badges = [dict(b) for b in r["badges"]]
         conditions = [dict(c) for c in r["conditions"]]
+        if r.get("absent"):
+            # a partition that does not exist yet: its name, a badge and a note where its log
+            # would be, no log or markers; as tall as an empty partition's row, so that its
+            # creation does not push the rest of the page down
+            if g.stacked:
+                name_w = len(r["label"]) * 9 + 14
+                head_bottom = _flow(badges, LABEL_X + name_w, top + 3, W - 8, g, BADGE_H)
+                log_top = max(top + 20, head_bottom + 4)
+            else:
+                head_bottom = _flow(badges, LABEL_X, top + 20, g.log_left - 10, g, BADGE_H)
+                log_top = top
+            cells_bottom = log_top + 14 + g.cell_h + 13 + (22 if any_segments else 0)
+            bottom = max(head_bottom, cells_bottom)
+            row.update(badges=badges, conditions=[], cells=[], lanes=[], acts=[], segs=[], seg_lines=[],
+                       gap=None, band_y=round(top, 1), band_h=round(bottom + 4 - top, 1),
+                       note={"x": g.log_left + 4, "y": round(log_top + 14 + g.cell_h / 2 + 4, 1),
+                             "text": "does not exist yet"},
+                       mid_y=round(log_top + 14 + g.cell_h / 2, 1), spare=False)
+            ports[node] = {"in_y": row["mid_y"]}
+            rows.append(row)
+            y = bottom + 8
+            continue
         if g.stacked:
             name_w = len(r["label"]) * 9 + 14
             head_bottom = _flow(badges + conditions, LABEL_X + name_w, top + 3, W - 8, g, BADGE_H)
@@ -859,7 +901,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 y=cell_y,
                 w=cell_w - 2,
                 h=g.cell_h,
-                text="" if narrow_cells else short(c["record"]),
+                text=short(c["record"]) if _fits(short(c["record"]), cell_w) else "",
                 record=c["record"],
                 offset=c["offset"],
                 epoch=None,
@@ -868,7 +910,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 glyph="",
                 title=c["title"],
             )
-            key = "" if narrow_cells else short(c["key"], KEY_CHARS)
+            key = short(c["key"], KEY_CHARS) if _fits(short(c["key"], KEY_CHARS), cell_w, 5.2) else ""
             # a record without a key has its value in the middle of the cell
             ty = cell.ty if key else round(cell.my + 4, 1)
             cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": ty, "ey": cell.ey,
@@ -891,13 +933,45 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         row["hw_label_y"] = round(cell_y - 3, 1)
         row["marker_top"] = round(cell_y - 2, 1)
         row["marker_bottom"] = round(cell_y + g.cell_h + 2, 1)
+        gone = r.get("deleted")
+        if gone is not None:
+            # the deleted offsets: one dashed gap where their cells were, the records are gone
+            gx = round(g.log_left + gone["first"] * cell_w, 1)
+            gw = round((gone["last"] - gone["first"] + 1) * cell_w - 2, 1)
+            label = "deleted" if gw >= 44 else ("del." if gw >= 24 else "")
+            row["gap"] = {"x": gx, "y": round(cell_y, 1), "w": gw, "h": g.cell_h, "cx": round(gx + gw / 2, 1),
+                          "ty": round(cell_y + g.cell_h / 2 + 4, 1), "text": label, "title": gone["title"]}
+        else:
+            row["gap"] = None
         lane_y = marker_y + 15
+        segs, seg_lines = [], []
+        if r.get("segments"):
+            # the segments under the log: a bracket per segment with its size, the last one active
+            line_y = round(marker_y + 19, 1)
+            last = len(r["segments"]) - 1
+            for k, seg in enumerate(r["segments"]):
+                x1 = round(g.log_left + seg["base"] * cell_w + 1, 1)
+                x2 = round(g.log_left + seg["next"] * cell_w - 3, 1) if seg["next"] > seg["base"] else x1 + 6
+                room = (right - x1) if k == last else (x2 - x1 + 4)
+                text = seg["text"] if len(seg["text"]) * g.char_w * 0.85 <= room else (
+                    seg["short"] if len(seg["short"]) * g.char_w * 0.85 <= room else "")
+                segs.append({"x1": x1, "x2": round(x2, 1), "y": line_y, "tx": x1, "ty": round(line_y + 11, 1),
+                             "text": text, "active": seg["active"], "title": seg["title"],
+                             "d": f"M{x1} {round(line_y - 4, 1)}v4H{round(x2, 1)}v-4"})
+                if seg["base"] > m["start"]:
+                    seg_lines.append(round(g.log_left + seg["base"] * cell_w - 1, 1))
+            lane_y = line_y + 18
+        row["segs"], row["seg_lines"] = segs, seg_lines
         lanes = []
+        # on a wide screen a lane below the row's activity (its pills) may use the activity
+        # column too, so that a long label stays to the right of its marker
+        acts_end = top + 4 + len(items) * ITEM_H
         for lane in r["lanes"]:
-            placed, lane_y = _lane_layout(lane, x_of, lane_y, right, g)
+            lane_right = right if (g.stacked or lane_y <= acts_end) else W - 8
+            placed, lane_y = _lane_layout(lane, x_of, lane_y, lane_right, g)
             lanes.append(placed)
         row["lanes"] = lanes
-        lanes_bottom = lane_y if lanes else marker_y + 12
+        lanes_bottom = lane_y if (lanes or segs) else marker_y + 12
         if g.stacked:
             bottom = _place_items(items, g.act_left, lanes_bottom + 4, g) if items else lanes_bottom
         else:

@@ -86,6 +86,15 @@ def format_ms(ms: int) -> str:
     if ms < 1000:
         return f"{ms} ms"
     seconds = ms / 1000
+    if seconds >= 600:  # minutes, hours and days (retention and offset expiry run that long)
+        minutes = round(seconds / 60)
+        days, minutes = divmod(minutes, 24 * 60)
+        hours, minutes = divmod(minutes, 60)
+        # words, not "d" and "h": a one-letter unit reads like a record named d or h
+        parts = ([f"{days} day{'s' if days != 1 else ''}"] if days else []) + (
+            [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []) + (
+            [f"{minutes} min"] if minutes or not (days or hours) else [])
+        return " ".join(parts)
     if seconds >= 100:
         return f"{seconds:.0f} s"
     return f"{seconds:.1f} s"
@@ -127,18 +136,24 @@ class Run:
         return self.start + self.period * self.repeats
 
 
-def _step_key(step: dict[str, Any]) -> tuple[Any, ...]:
+def _step_key(step: dict[str, Any], records_by_partition: bool = False) -> tuple[Any, ...]:
     """What must match for two steps to count as the same: the kind and who took it; with
-    several partitions the kind alone, so the same event in each partition is one repetition."""
+    several partitions the kind alone, so the same event in each partition is one repetition.
+    With `records_by_partition` (a scene about partitions and their logs) a step that carries
+    records also keeps its partition: where records go is what a round of produces shows there
+    (a key's partition, a sticky run), so a round in another partition is not a repeat."""
     if "partition" in step:
+        if records_by_partition and step.get("records"):
+            return (step.get("kind"), step.get("partition"))
         return (step.get("kind"),)
     return (step.get("kind"), step.get("actor"))
 
 
-def find_runs(steps: Sequence[dict[str, Any]], barriers: set[int] = frozenset()) -> list[Run]:
+def find_runs(steps: Sequence[dict[str, Any]], barriers: set[int] = frozenset(),
+              records_by_partition: bool = False) -> list[Run]:
     """Maximal repeating blocks, left to right. `barriers` are 0-based step indexes that must not
     be folded (key moments): a run ends before the round that holds one."""
-    keys = [_step_key(s) for s in steps]
+    keys = [_step_key(s, records_by_partition) for s in steps]
     n = len(keys)
     runs: list[Run] = []
     i = 0
@@ -276,7 +291,9 @@ def stops(
         return this.get("actor") == after.get("actor") or sig(step) is None
 
     key_steps = key_moment_steps(steps, key_moments)  # 1-based step -> titles
-    runs = find_runs(steps, {s - 1 for s in key_steps})
+    from app.logdiagram import log_mode  # a scene drawn as partitions: where records go matters
+
+    runs = find_runs(steps, {s - 1 for s in key_steps}, log_mode(getattr(timeline, "scenario", None) or {}))
     run_at = {r.folded_start: r for r in runs}
 
     drafts: list[_Draft] = [_Draft(0, 0)]

@@ -26,13 +26,15 @@ def snapshots(
     view: dict[str, Any], partitions: Iterable[dict[str, Any]] | None = None
 ) -> list[dict[str, Any]]:
     """Every partition's snapshot at one step: a merged view's `partitions`, else the `view` of each
-    entry of an `at_step` result's `partitions`, else the view itself (one partition)."""
+    entry of an `at_step` result's `partitions`, else the view itself (one partition). A
+    partition add_partitions has not created yet at that step (None there) holds nothing and is
+    left out, so the list is not indexed by partition number."""
     merged = view.get("partitions")
-    if isinstance(merged, list) and merged and all(isinstance(p, dict) for p in merged):
-        return merged
+    if isinstance(merged, list) and merged and any(isinstance(p, dict) for p in merged):
+        return [p for p in merged if isinstance(p, dict)]
     views = [p.get("view") for p in partitions or []]
-    if views and all(isinstance(v, dict) for v in views):
-        return views  # type: ignore[return-value]
+    if views and any(isinstance(v, dict) for v in views):
+        return [v for v in views if isinstance(v, dict)]
     return [view]
 
 

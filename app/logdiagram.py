@@ -1,7 +1,8 @@
-"""The diagram of a scene about logs and their readers (scenes 01-02): partitions, not replicas.
+"""The diagram of a scene about logs and their readers (scenes 01-03): partitions, not replicas.
 
-A scene whose scenario has consumers is about what a log holds and who reads it, so the diagram
-draws one row per *partition* (the log its leader holds) instead of one row per broker:
+A scene whose scenario has consumers, several partitions or log settings (segments, retention) is
+about what a log holds and who reads it, so the diagram draws one row per *partition* (the log its
+leader holds) instead of one row per broker:
 
     producer box       the requests in flight, each naming its partition
     consumers box      each consumer: its group, whether it runs (never started, joining, running,
@@ -10,9 +11,16 @@ draws one row per *partition* (the log its leader holds) instead of one row per 
     broker strip       every broker with what it does here: the partitions it leads, the groups it
                        coordinates, what is wrong with it
     partition rows     the leader's log as cells (record, and its key under it), the log start
-                       offset (records before it are struck out), the HW and LEO markers, and one
-                       lane per group that reads the partition: each running member's position (▲,
-                       the next offset it fetches) and the group's committed offset (◆)
+                       offset (the offsets before it drawn as one empty "deleted" gap: those
+                       records are gone), the HW and LEO markers, and one lane per group that reads
+                       the partition: each running member's position (▲, the next offset it
+                       fetches) and the group's committed offset (◆). With several partitions each
+                       row carries its load (records and share of the topic; "hot" at twice an
+                       even share or more); a partition add_partitions has not created yet (null
+                       in the view) is a dashed row that says so, never an empty log. A scene with
+                       log settings also draws each partition's segments under its log: a bracket
+                       per segment with its size, the last one marked active, a line at each
+                       boundary
 
 Everything is read from the view at the current step (and the steps so far, for what poll()
 returned), never from the end of the run. `diagram()` returns the same top-level shape as
@@ -34,25 +42,50 @@ CONSUMER_STATE_TEXT = {"running": "running", "joining": "joining its group", "cr
                        "closed": "closed", "idle": "not started"}
 
 
+# topic settings that make a scene about segments and retention: its diagram draws the segments
+SEGMENT_KEYS = ("segment.bytes", "segment.ms", "retention.ms", "retention.bytes")
+
+
+# producer settings of the partitioner: a scene about partitions, even when a knob leaves it one
+PARTITIONER_KEYS = ("partitioner.ignore.keys", "metadata.max.age.ms")
+
+
 def log_mode(scenario: dict[str, Any]) -> bool:
-    """Whether a scenario is drawn as partitions and readers: it declares consumers."""
-    return bool(scenario.get("consumers"))
+    """Whether a scenario is drawn as partitions and readers: it declares consumers, adds
+    partitions, sets the partitioner's producer settings, or sets segment or retention settings.
+    (Several partitions alone do not: the durability scenes draw one partition's replicas.)"""
+    producer = scenario.get("producer") or {}
+    return (bool(scenario.get("consumers"))
+            or any(a.get("do") == "add_partitions" for a in scenario.get("actions") or [])
+            or any(k in producer for k in PARTITIONER_KEYS) or shows_segments(scenario))
+
+
+def shows_segments(scenario: dict[str, Any]) -> bool:
+    """Whether the diagram draws segments: the scene sets a segment or retention setting."""
+    topic = scenario.get("topic") or {}
+    return any(k in topic for k in SEGMENT_KEYS)
 
 
 # ----------------------------------------------------------------------------------------------
 # reading the state at the current step
 
 
-def partition_views(view: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every partition's snapshot at this step (one partition: the view itself)."""
+def partition_views(view: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """Every partition's snapshot at this step, indexed by partition number (one partition: the
+    view itself). A partition add_partitions has not created yet is None: absent, not empty."""
     parts = view.get("partitions")
-    if isinstance(parts, list) and parts and all(isinstance(p, dict) for p in parts):
-        return parts
+    if isinstance(parts, list) and parts and any(isinstance(p, dict) for p in parts):
+        return [p if isinstance(p, dict) else None for p in parts]
     return [view]
 
 
-def partition_state(snap: dict[str, Any], number: int) -> dict[str, Any]:
-    """What a reader of partition `number` sees: its leader, the leader's log and offsets."""
+def partition_state(snap: dict[str, Any] | None, number: int) -> dict[str, Any]:
+    """What a reader of partition `number` sees: its leader, the leader's log and offsets, its
+    segments (when the engine reports them). `absent` is true for a partition that does not
+    exist yet at this step; it has no log, offsets or leader."""
+    if snap is None:
+        return {"number": number, "absent": True, "leader": None, "holder": None, "holder_state": {},
+                "log": [], "hw": 0, "leo": 0, "log_start": 0, "segments": []}
     part = snap.get("partition") or {}
     brokers = snap.get("brokers") or {}
     leader = part.get("leader", -1)
@@ -65,6 +98,7 @@ def partition_state(snap: dict[str, Any], number: int) -> dict[str, Any]:
         hw = b.get("hw", 0)
     return {
         "number": number,
+        "absent": False,
         "leader": leader if online else None,
         "holder": holder,
         "holder_state": b,
@@ -72,7 +106,71 @@ def partition_state(snap: dict[str, Any], number: int) -> dict[str, Any]:
         "hw": int(hw or 0),
         "leo": int(b.get("leo", len(log)) or 0),
         "log_start": int(part.get("log_start_offset") or 0),
+        "segments": [dict(x) for x in part.get("segments") or []],
     }
+
+
+def existing(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The partitions that exist at this step."""
+    return [st for st in states if not st.get("absent")]
+
+
+def kept(st: dict[str, Any]) -> int:
+    """How many records a partition holds now: from its log start offset to its end."""
+    return max(0, st["leo"] - st["log_start"])
+
+
+def load(states: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Per existing partition: its records, its share of the topic's records, and whether it is
+    hot: at least twice an even share, once the topic holds at least two records per partition
+    (below that a share says little). Empty with one partition."""
+    there = existing(states)
+    total = sum(kept(st) for st in there)
+    if len(there) < 2:
+        return {}
+    even = total / len(there)
+    out = {}
+    for st in there:
+        n = kept(st)
+        out[st["number"]] = {"records": n, "share": (n / total) if total else 0.0,
+                             "hot": total >= 2 * len(there) and n >= 2 * even, "total": total,
+                             "even": even}
+    return out
+
+
+def producer_metadata(scenario: dict[str, Any], steps: list[dict[str, Any]]) -> int:
+    """How many partitions the producer's metadata shows after `steps`: the topic's count at the
+    start, then what each metadata refresh saw."""
+    known = int((scenario.get("topic") or {}).get("partitions") or 1)
+    for s in steps:
+        if s.get("kind") == "producer_metadata_refresh" and s.get("partitions") is not None:
+            known = int(s["partitions"])
+    return known
+
+
+def sticky_partition(steps: list[dict[str, Any]]) -> int | None:
+    """The partition the producer's keyless records stick to after `steps` (its last draw), or
+    None before the first."""
+    for s in reversed(steps):
+        if s.get("kind") == "producer_sticky_partition" and s.get("partition") is not None:
+            return int(s["partition"])
+    return None
+
+
+def _sticky_line(scenario: dict[str, Any], steps: list[dict[str, Any]]) -> int | None:
+    """Where keyless records stick, for a scenario that sends some (-1 before the first draw),
+    else None: the line is there from the first step, so the producer box keeps its height."""
+    ignore = bool((scenario.get("producer") or {}).get("partitioner.ignore.keys"))
+    keyless = any(a.get("do") == "produce" and a.get("partition") is None and (a.get("key") is None or ignore)
+                  for a in scenario.get("actions") or [])
+    if not keyless:
+        return None
+    drawn = sticky_partition(steps)
+    return -1 if drawn is None else drawn
+
+
+def bytes_text(n: int) -> str:
+    return f"{n} B" if n < 10_000 else f"{n / 1024:.0f} KiB"
 
 
 def consumer_status(c: dict[str, Any]) -> str:
@@ -118,6 +216,8 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     by_key: dict[tuple[str, str], dict[str, Any]] = {}
     several = len(snaps) > 1
     for p, snap in enumerate(snaps):
+        if snap is None:
+            continue
         for m in snap.get("messages", []) or []:
             kind = m.get("kind")
             if kind not in ("produce", "produce_response"):
@@ -149,10 +249,22 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return pills
 
 
-def _producer_lines(snaps: list[dict[str, Any]]) -> list[str]:
+def _producer_lines(snaps: list[dict[str, Any] | None], known: int | None = None,
+                    sticky: int | None = None) -> list[str]:
+    """The requests in flight; with several partitions also what the producer's metadata shows
+    when it lags behind the topic (`known` partitions), and where keyless records stick."""
     lines = []
     several = len(snaps) > 1
+    there = sum(1 for snap in snaps if snap is not None)
+    head = []
+    if known is not None:
+        lag = f" (the topic has {there})" if known != there else ""
+        head.append(f"metadata: {known} partition{'s' if known != 1 else ''}{lag}")
+    if sticky is not None:
+        head.append(f"no key: sticks to P{sticky}" if sticky >= 0 else "no key: no partition drawn yet")
     for p, snap in enumerate(snaps):
+        if snap is None:
+            continue
         for req in (snap.get("producer") or {}).get("in_flight", []) or []:
             records = dg.short(", ".join(str(r) for r in req.get("records", [])), 10)
             target = req.get("target")
@@ -163,7 +275,7 @@ def _producer_lines(snaps: list[dict[str, Any]]) -> list[str]:
             lines.append(f"[{records}] → {where}, {state}")
     if len(lines) > 3:
         lines = lines[:3] + [f"… and {len(lines) - 3} more in flight"]
-    return lines or ["no request in flight"]
+    return head + (lines or ["no request in flight"])
 
 
 def _consumer_lines(consumers: dict[str, Any], received: dict[str, list[dict[str, Any]]]) -> list[str]:
@@ -242,7 +354,68 @@ def _lanes(number: int, consumers: dict[str, Any], groups: dict[str, Any]) -> li
     return [lanes[k] for k in sorted(lanes, key=lambda k: (first.get(k, "~"), k))]
 
 
-def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any]) -> dict[str, Any]:
+def _absent_row(st: dict[str, Any]) -> dict[str, Any]:
+    """A partition that does not exist yet at this step: a dashed row that says so, with no log,
+    offsets or markers (it is not an empty partition)."""
+    number = st["number"]
+    return {
+        "id": number,
+        "label": f"P{number}",
+        "absent": True,
+        "status": "absent",
+        "status_text": "",
+        "status_more": "",
+        "leader": False,
+        "badges": [{"text": "not created yet", "cls": "absent",
+                    "title": f"P{number} does not exist at this step: the topic has fewer partitions "
+                             "so far. Nothing can be written to it or read from it."}],
+        "conditions": [],
+        "cells_model": [],
+        "segments": [],
+        "deleted": None,
+        "markers": None,
+        "lanes": [],
+        "span": 0,
+    }
+
+
+def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
+    """The partition's segments (oldest first; the last is the active one) as brackets under its
+    log: offsets, size, and a title that says what each is."""
+    segs = st["segments"]
+    out = []
+    for k, seg in enumerate(segs):
+        base, nxt, size = int(seg["base_offset"]), int(seg["next_offset"]), int(seg["bytes"])
+        active = k == len(segs) - 1
+        span = (f"offsets {base}-{nxt - 1}" if nxt - base > 1
+                else f"offset {base}" if nxt > base else "no record")
+        what = ("the active segment: the only one that takes appends" if active
+                else "a closed segment: retention may delete it whole")
+        out.append({"base": base, "next": nxt, "bytes": size, "active": active,
+                    "text": ("active · " if active else "") + bytes_text(size),
+                    "short": bytes_text(size).replace(" ", ""),
+                    "title": f"P{st['number']} segment {base}: {span}, {size} bytes; {what}"})
+    return out
+
+
+def _deleted_model(st: dict[str, Any]) -> dict[str, Any] | None:
+    """The offsets below the log start offset, which no reader can fetch any more: one gap."""
+    gone = [e for e in st["log"] if int(e["offset"]) < st["log_start"]]
+    if st["log_start"] <= 0:
+        return None
+    first = min([int(e["offset"]) for e in gone], default=0)
+    names = ", ".join(str(e.get("record")) for e in gone[:8]) + (" …" if len(gone) > 8 else "")
+    last = st["log_start"] - 1
+    span = f"offsets {first}-{last}" if last > first else f"offset {first}"
+    return {"first": first, "last": last,
+            "title": f"P{st['number']} {span}{f' ({names})' if names else ''}: deleted, below the log start "
+                     f"offset {st['log_start']}; no reader can fetch them any more"}
+
+
+def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
+         loads: dict[int, dict[str, Any]], segments: bool) -> dict[str, Any]:
+    if st.get("absent"):
+        return _absent_row(st)
     number = st["number"]
     b = st["holder_state"]
     status_first, status_more, status = dg.broker_status_parts(b) if b else ("● running", "", "running")
@@ -255,15 +428,25 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any]) 
                        "title": f"P{number} has no running leader: nobody can write or read it"})
     badges.append({"text": f"start {st['log_start']}", "cls": "start",
                    "title": f"Log start offset {st['log_start']}: the oldest offset P{number} still keeps"})
+    share = loads.get(number)
+    if share is not None:
+        n = share["records"]
+        text = f"{n} rec · {share['share'] * 100:.0f}%" + (" · hot" if share["hot"] else "")
+        badges.append({
+            "text": text, "cls": "hot" if share["hot"] else "load",
+            "title": (f"P{number} holds {n} of the topic's {share['total']} records "
+                      f"({share['share'] * 100:.0f}%); an even share would be {share['even']:.1f}"
+                      + ("; at twice that or more it is a hot partition" if share["hot"] else "")),
+        })
     conditions = dg.condition_badges(b, replica=False) if b else []
     cells = []
     for entry in st["log"]:
         offset = int(entry["offset"])
+        if offset < st["log_start"]:
+            continue  # deleted: drawn as one gap (see _deleted_model), the records are gone
         record = str(entry.get("record"))
         key = entry.get("key")
-        if offset < st["log_start"]:
-            state, what = "deleted", "deleted: below the log start offset"
-        elif offset < st["hw"]:
+        if offset < st["hw"]:
             state, what = "committed", "readable (below the HW)"
         else:
             state, what = "uncommitted", "not readable yet (at or above the HW)"
@@ -278,6 +461,7 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any]) 
     return {
         "id": number,
         "label": f"P{number}",
+        "absent": False,
         "status": status if b else "running",
         "status_text": status_first,
         "status_more": status_more,
@@ -285,10 +469,27 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any]) 
         "badges": badges,
         "conditions": conditions,
         "cells_model": cells,
+        "segments": _segments_model(st) if segments else [],
+        "deleted": _deleted_model(st),
         "markers": {"hw": st["hw"], "leo": st["leo"], "start": st["log_start"], "text": f"LEO {st['leo']}"},
         "lanes": _lanes(number, consumers, groups),
         "span": max(st["leo"], len(st["log"])) + 1,
     }
+
+
+def clock_text(t_ms: int) -> str:
+    """The simulated time; minutes, hours and days once it runs long (retention scenes)."""
+    if t_ms < 600_000:
+        return f"t = {t_ms / 1000:.3f} s"
+    days, rest = divmod(t_ms, 86_400_000)
+    hours, rest = divmod(rest, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    parts = [f"{days} day{'s' if days != 1 else ''}"] if days else []
+    if days or hours:
+        parts.append(f"{hours} hour{'s' if hours != 1 else ''}")
+    parts.append(f"{minutes} min")
+    parts.append(f"{rest / 1000:.3f} s")
+    return "t = " + " ".join(parts)
 
 
 def diagram(
@@ -299,14 +500,20 @@ def diagram(
     states = [partition_state(s, i) for i, s in enumerate(snaps)]
     consumers = view.get("consumers") or {}
     groups = view.get("groups") or {}
-    received = received_so_far(timeline.steps[: timeline.step])
+    steps = timeline.steps[: timeline.step]
+    received = received_so_far(steps)
     acks = format_value((scenario.get("producer") or {}).get("acks", "all"))
     topic = (scenario.get("topic") or {}).get("name", "t")
+    several = len(states) > 1
+    readers = bool(scenario.get("consumers"))
     model = {
-        "producer": {"title": f"Producer · acks={acks}", "lines": _producer_lines(snaps)},
-        "consumers": {"title": "Consumers", "lines": _consumer_lines(consumers, received)},
+        "producer": {"title": f"Producer · acks={acks}",
+                     "lines": _producer_lines(snaps, producer_metadata(scenario, steps) if several else None,
+                                              _sticky_line(scenario, steps) if several else None)},
+        "consumers": ({"title": "Consumers", "lines": _consumer_lines(consumers, received)} if readers
+                      else None),
         "brokers": _broker_badges(view, states, groups),
-        "rows": [_row(st, consumers, groups) for st in states],
+        "rows": [_row(st, consumers, groups, load(states), shows_segments(scenario)) for st in states],
         "pills": _pills(snaps),
         "timers": [],
     }
@@ -321,11 +528,16 @@ def diagram(
         "defs": defs,
         "partition": None,
         "partition_label": f"topic {topic}",
-        "svg_title": f"The topic {topic}: its partitions, the producer and the consumers",
+        "svg_title": (f"The topic {topic}: its partitions, the producer and the consumers" if readers
+                      else f"The topic {topic}: its partitions and the producer"),
         "region_label": "Cluster diagram",
         "pills": model["pills"],
         "timers": [],
-        "clock": {"t_ms": t_ms, "text": f"t = {t_ms / 1000:.3f} s", "timers": {}, "waits": {}},
+        "clock": {"t_ms": t_ms, "text": clock_text(t_ms), "timers": {}, "waits": {}},
+        # what the legend explains (the same at every step of a scenario)
+        "shows_segments": shows_segments(scenario),
+        "several": several,
+        "readers": readers,
     }
     out["summary"] = summary_sentence(timeline, states, topic)
     out["description"] = describe(timeline, view, states, consumers, groups, received, model, topic)
@@ -368,23 +580,40 @@ def summary_sentence(timeline: Any, states: list[dict[str, Any]], topic: str) ->
     """One sentence under the diagram: each partition's leader and size (compact beyond two
     partitions, so it stays one or two lines; the text alternative has the details)."""
     t = timeline.view.get("t_ms", 0)
-    count = len(states)
-    head = (f"After step {timeline.step} of {timeline.step_count} (t = {t} ms): topic {topic} has "
-            f"{count} partition{'s' if count != 1 else ''}; ")
+    there = existing(states)
+    count = len(there)
+    missing = [f"P{st['number']}" for st in states if st.get("absent")]
+    later = f" ({', '.join(missing)} not created yet)" if missing else ""
+    when = f"t = {t} ms" if t < 600_000 else clock_text(int(t))
+    head = (f"After step {timeline.step} of {timeline.step_count} ({when}): topic {topic} has "
+            f"{count} partition{'s' if count != 1 else ''}{later}; ")
     if count <= 2:
         parts = []
-        for st in states:
-            n = st["leo"] - st["log_start"]
+        for st in there:
+            n = kept(st)
             lead = f"led by B{st['leader']}" if st["leader"] is not None else "with no leader"
-            parts.append(f"P{st['number']} {lead} holds {n} record{'s' if n != 1 else ''}"
+            segs = len(st["segments"])
+            in_segs = f" in {segs} segments" if segs > 1 else ""
+            parts.append(f"P{st['number']} {lead} holds {n} record{'s' if n != 1 else ''}{in_segs}"
                          f" (log start {st['log_start']}, HW {st['hw']})")
         return head + "; ".join(parts) + "."
-    sizes = ", ".join(f"P{st['number']} {st['leo'] - st['log_start']}" for st in states)
-    starts = {st["log_start"] for st in states}
+    loads = load(states)
+    sizes = ", ".join(f"P{st['number']} {kept(st)}" + (" (hot)" if loads[st["number"]]["hot"] else "")
+                      for st in there)
+    starts = {st["log_start"] for st in there}
     tail = f"every log starts at {starts.pop()}" if len(starts) == 1 else "log starts differ"
-    offline = [f"P{st['number']}" for st in states if st["leader"] is None]
+    offline = [f"P{st['number']}" for st in there if st["leader"] is None]
     down = f"; {', '.join(offline)} without a leader" if offline else ""
     return head + f"records per partition: {sizes}; {tail}{down}."
+
+
+def _segments_text(row: dict[str, Any]) -> str:
+    parts = []
+    for seg in row["segments"]:
+        span = (f"{seg['base']}-{seg['next'] - 1}" if seg["next"] - seg["base"] > 1
+                else str(seg["base"]) if seg["next"] > seg["base"] else f"{seg['base']}, empty")
+        parts.append(("active " if seg["active"] else "") + f"{span} ({seg['bytes']} bytes)")
+    return "; ".join(parts)
 
 
 def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], consumers: dict[str, Any],
@@ -392,8 +621,13 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
              topic: str) -> list[str]:
     lines = [summary_sentence(timeline, states, topic)]
     producer = model["producer"]["lines"]
-    lines.append("Producer: " + ("nothing in flight." if producer == ["no request in flight"]
-                                 else "in flight " + "; ".join(producer) + "."))
+    flight = [x for x in producer if not x.startswith(("metadata:", "no key:"))]
+    head = [x.replace("metadata:", "its metadata shows").replace("no key: sticks to", "records without a key "
+                                                                      "stick to")
+            .replace("no key: no partition drawn yet", "no partition drawn yet for records without a key")
+            for x in producer if x.startswith(("metadata:", "no key:"))]
+    said = "nothing in flight" if flight == ["no request in flight"] else "in flight " + "; ".join(flight)
+    lines.append("Producer: " + "; ".join(head + [said]) + ".")
     for cid in sorted(consumers):
         c = consumers[cid]
         status = consumer_status(c)
@@ -416,15 +650,31 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
         committed = g.get("committed") or {}
         said = ", ".join(f"P{p} {o}" for p, o in sorted(committed.items())) or "none yet"
         coordinator = f"B{g['coordinator']}" if g.get("coordinator") is not None else "no broker"
+        where = (f" in __consumer_offsets partition {g['offsets_partition']}"
+                 if g.get("offsets_partition") is not None else "")
         lines.append(f"Group {gid}: {g.get('state')}, generation {g.get('generation')}; committed offsets "
-                     f"{said}, stored by its coordinator {coordinator}.")
+                     f"{said}, stored by its coordinator {coordinator}{where}.")
+    loads = load(states)
     for st, row in zip(states, model["rows"], strict=True):
+        if st.get("absent"):
+            lines.append(f"Partition {st['number']}: not created yet at this step; it has no log.")
+            continue
         lead = f"leader B{st['leader']}" if st["leader"] is not None else "no leader"
         text = (f"Partition {st['number']} ({lead}, log start {st['log_start']}, HW {st['hw']}, "
                 f"LEO {st['leo']}): {_log_text(st)}.")
+        share = loads.get(st["number"])
+        if share is not None:
+            text += (f" It holds {share['records']} of the topic's {share['total']} records "
+                     f"({share['share'] * 100:.0f}%)" + (", a hot partition." if share["hot"] else "."))
         deleted = [e for e in st["log"] if int(e["offset"]) < st["log_start"]]
         if deleted:
-            text += " Deleted below the log start: " + ", ".join(str(e.get("record")) for e in deleted) + "."
+            gone = row["deleted"]
+            span = (f"Offsets {gone['first']}-{gone['last']}" if gone["last"] > gone["first"]
+                    else f"Offset {gone['first']}")
+            text += (f" {span} deleted ({', '.join(str(e.get('record')) for e in deleted)} are gone)"
+                     if len(deleted) > 1 else f" {span} deleted ({deleted[0].get('record')} is gone)") + "."
+        if row["segments"]:
+            text += " Segments: " + _segments_text(row) + "."
         marks = [m["text"] for lane in row["lanes"] for m in lane["markers"]]
         if marks:
             text += " Markers: " + "; ".join(marks) + "."

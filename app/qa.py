@@ -1113,9 +1113,23 @@ LIVE["live_cap_position"] = live_cap_position
 
 
 def _partition_states(result: dict[str, Any]) -> list[dict[str, Any]]:
-    from app.logdiagram import partition_state
+    """Every partition at the moment described, by partition number; one that add_partitions has
+    not created yet is there too, marked `absent`."""
+    from app.logdiagram import partition_state, partition_views
 
-    return [partition_state(snap, i) for i, snap in enumerate(_snapshots(result))]
+    view = result.get("view")
+    if isinstance(view, dict):
+        snaps = partition_views(view)
+        parts = result.get("partitions") or []
+        if len(snaps) == 1 and len(parts) > 1:  # an at_step result: each partition's own view
+            snaps = [p.get("view") if isinstance(p.get("view"), dict) else None for p in parts]
+    else:
+        snaps = list(_snapshots(result))
+    return [partition_state(snap, i) for i, snap in enumerate(snaps)]
+
+
+def _existing_states(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [st for st in _partition_states(result) if not st.get("absent")]
 
 
 def _clients(result: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -1150,24 +1164,31 @@ def _reset_policy(result: dict[str, Any], cid: str) -> str | None:
 
 
 def live_partition_load(result: dict[str, Any]) -> str | None:
+    from app.logdiagram import kept, load
+
     states = _partition_states(result)
-    if len(states) == 1:
-        st = states[0]
-        n = st["leo"] - st["log_start"]
+    there = [st for st in states if not st.get("absent")]
+    if len(there) == 1 and len(states) == 1:
+        st = there[0]
+        n = kept(st)
         lead = f"led by B{st['leader']}" if st["leader"] is not None else "with no leader right now"
         return (f"Your topic has one partition, {lead}, holding {n} record{'s' if n != 1 else ''}; with more "
                 "partitions each would be a log of its own on a broker of its own.")
+    loads = load(states)
     parts = []
-    for st in states:
-        kept = [str(e.get("record")) for e in st["log"] if int(e["offset"]) >= st["log_start"]]
+    for st in there:
+        kept_now = [str(e.get("record")) for e in st["log"] if int(e["offset"]) >= st["log_start"]]
         lead = f"B{st['leader']}" if st["leader"] is not None else "no leader"
-        held = f"{len(kept)} ({_records(kept, 4)})" if kept else "nothing"
-        parts.append(f"P{st['number']} on {lead} holds {held}")
-    return f"Your topic has {len(states)} partitions right now: " + "; ".join(parts) + "."
+        held = f"{len(kept_now)} ({_records(kept_now, 4)})" if kept_now else "nothing"
+        hot = ", a hot partition" if loads.get(st["number"], {}).get("hot") else ""
+        parts.append(f"P{st['number']} on {lead} holds {held}{hot}")
+    missing = [f"P{st['number']}" for st in states if st.get("absent")]
+    later = f" ({', '.join(missing)} not created yet)" if missing else ""
+    return f"Your topic has {len(there)} partitions right now{later}: " + "; ".join(parts[:6]) + "."
 
 
 def live_log_bounds(result: dict[str, Any]) -> str | None:
-    states = _partition_states(result)
+    states = _existing_states(result)
     parts = []
     for st in states:
         name = f"P{st['number']}"
@@ -1230,7 +1251,7 @@ def live_group_state(result: dict[str, Any]) -> str | None:
 
 
 def live_key_partitions(result: dict[str, Any]) -> str | None:
-    states = _partition_states(result)
+    states = _existing_states(result)
     where: dict[str, list[int]] = {}
     for st in states:
         for e in st["log"]:
@@ -1250,26 +1271,31 @@ def live_key_partitions(result: dict[str, Any]) -> str | None:
 
 def live_reset_outcome(result: dict[str, Any]) -> str | None:
     steps = _steps_so_far(result)
-    resets: dict[str, list[str]] = {}
-    policy: dict[str, str] = {}
+    # (consumer, why, policy) -> the partitions and positions it set, in the order they happened
+    resets: dict[tuple[str, str, str], list[str]] = {}
     errors: list[str] = []
+    out_of_range: dict[str, str] = {}
     for s in steps:
         cid = str(s.get("consumer"))
-        if s.get("kind") == "consumer_reset_offset" and s.get("offset") is not None:
-            resets.setdefault(cid, []).append(f"P{s.get('partition_id', 0)} {s['offset']}")
-            policy[cid] = str(s.get("policy"))
-        elif s.get("kind") in ("consumer_error", "consumer_out_of_range") and s.get("error"):
+        if s.get("kind") == "consumer_out_of_range":
+            out_of_range[cid] = s["text"].split(" gets ")[0].replace(f"{cid}'s fetch of ", "")
+        elif s.get("kind") == "consumer_reset_offset" and s.get("offset") is not None:
+            why = (f"found {out_of_range.pop(cid)} out of range" if cid in out_of_range
+                   else "had no committed offset")
+            resets.setdefault((cid, why, str(s.get("policy"))), []).append(
+                f"P{s.get('partition_id', 0)} {s['offset']}")
+        elif s.get("kind") == "consumer_error" and s.get("error"):
             errors.append(f"{cid}'s poll() threw {s['error']}")
     if not steps and result.get("consumers"):
         errors = [f"{cid}'s poll() threw {e['error']}" for cid, c in result["consumers"].items()
                   for e in c.get("errors") or []]
-    parts = [f"{cid} had no committed offset, so auto.offset.reset={policy[cid]} set its position to "
-             f"{', '.join(at)}" for cid, at in sorted(resets.items())]
+    parts = [f"{cid} {why}, so auto.offset.reset={policy} set its position to {', '.join(at)}"
+             for (cid, why, policy), at in resets.items()]
     parts += list(dict.fromkeys(errors))[:2]
     if not parts:
         return ("No consumer in your run has needed auto.offset.reset so far: it applies only when a group "
                 "with no committed offset gets a partition, or its offset is out of range.")
-    return "In your run, " + "; ".join(parts) + "."
+    return "In your run, " + "; ".join(parts[-3:]) + "."
 
 
 def live_groups(result: dict[str, Any]) -> str | None:
@@ -1335,6 +1361,198 @@ def live_lag(result: dict[str, Any]) -> str | None:
     return ". ".join(p[0].upper() + p[1:] for p in parts[:4]) + "."
 
 
+# live answers for scenes 02a and 03 (segments and retention, skipped records, the partitioner)
+
+
+def live_offsets_partition(result: dict[str, Any]) -> str | None:
+    from engine.offsets import offsets_partition_for
+
+    consumers, groups = _clients(result)
+    parts = []
+    for gid in sorted(groups)[:3]:
+        g = groups[gid]
+        committed = g.get("committed") or {}
+        holds = f"it holds {_offsets_text(committed)}" if committed else "it holds no committed offset yet"
+        parts.append(f"group {gid} maps to __consumer_offsets partition {g.get('offsets_partition')}, whose "
+                     f"leader B{g.get('coordinator')} is its coordinator; {holds}")
+    if parts:
+        return "In your run, " + "; ".join(parts) + "."
+    ids = sorted({str(c.get("group.id")) for c in (result.get("scenario") or {}).get("consumers") or []
+                  if c.get("group.id")})
+    if not ids:
+        return "No consumer group has formed in your run yet."
+    maps = ", ".join(f"{gid} to partition {offsets_partition_for(gid)}" for gid in ids[:3])
+    return (f"No group has formed in your run yet; when one does, its commits go to __consumer_offsets: "
+            f"{maps}.")
+
+
+def _segment_span(seg: dict[str, Any]) -> str:
+    base, nxt = int(seg["base_offset"]), int(seg["next_offset"])
+    if nxt - base > 1:
+        return f"{base}-{nxt - 1}"
+    return str(base) if nxt > base else f"{base} (empty)"
+
+
+def live_segments(result: dict[str, Any]) -> str | None:
+    from app.logdiagram import bytes_text
+
+    states = _existing_states(result)
+    topic = (result.get("scenario") or {}).get("topic") or {}
+    parts = []
+    for st in states[:3]:
+        segs = st["segments"]
+        if not segs:
+            continue
+        total = sum(int(x["bytes"]) for x in segs)
+        listed = ", ".join(_segment_span(x) + f" {bytes_text(int(x['bytes']))}" for x in segs)
+        many = "s" if len(segs) != 1 else ""
+        text = (f"P{st['number']} has {len(segs)} segment{many} ({listed}; the last is active), "
+                f"{bytes_text(total)} in all, from log start offset {st['log_start']}")
+        limit = topic.get("retention.bytes")
+        if isinstance(limit, int) and limit >= 0:
+            text += (f"; retention.bytes={limit} keeps at least that much, so "
+                     + ("nothing more can go" if total - int(segs[0]["bytes"]) < limit or len(segs) == 1
+                        else "the oldest segment can go at the next check"))
+        parts.append(text)
+    if not parts:
+        return "Your run reports no segments at this step."
+    deletions = [x for x in _steps_so_far(result) if x.get("kind") == "broker_delete_segments"]
+    text = "In your run, " + "; ".join(parts) + "."
+    if deletions:
+        last = deletions[-1]
+        text += f" Last deletion, at {last['t_ms'] / 1000:.3f} s: {last['text']}."
+    return text
+
+
+def _scenario_topic(result: dict[str, Any]) -> dict[str, Any]:
+    return (result.get("scenario") or {}).get("topic") or {}
+
+
+def _sent_at(steps: list[dict[str, Any]]) -> dict[str, int]:
+    """When the producer sent each record (its CreateTime, the timestamp retention reads)."""
+    out: dict[str, int] = {}
+    for x in steps:
+        if x.get("kind") == "producer_send":
+            for r in x.get("records") or []:
+                out.setdefault(str(r), int(x["t_ms"]))
+    return out
+
+
+def live_retention_time(result: dict[str, Any]) -> str | None:
+    """When the oldest segment of each partition passes retention.ms, from its newest record."""
+    states = _existing_states(result)
+    steps = _steps_so_far(result)
+    topic = _scenario_topic(result)
+    keep_ms = int(topic.get("retention.ms", 604_800_000))
+    timing = (result.get("scenario") or {}).get("timing") or {}
+    every = int(timing.get("log.retention.check.interval.ms", 300_000))
+    sent = _sent_at(steps)
+    now = int(_state(result).get("t_ms", 0))
+    for st in states:
+        segs = [x for x in st["segments"] if int(x["next_offset"]) > int(x["base_offset"])]
+        if not segs:
+            continue
+        oldest = segs[0]
+        newest = [str(e.get("record")) for e in st["log"]
+                  if int(oldest["base_offset"]) <= int(e["offset"]) < int(oldest["next_offset"])]
+        born = max((sent[r] for r in newest if r in sent), default=None)
+        if born is None:
+            continue
+        due = born + keep_ms
+        check = 30_000 if due < 30_000 else 30_000 + -(-(due - 30_000) // every) * every
+        if check == due:
+            check += every  # the rule is strict: older than retention.ms
+        span = _segment_span(oldest)
+        text = (f"In your run P{st['number']}'s oldest segment ({span}) has its newest record from "
+                f"{born / 1000:.3f} s; with retention.ms={keep_ms} it may go after {due / 1000:.3f} s, so at "
+                f"the check at {check / 1000:.3f} s")
+        text += f", {_later(check - now)} from now." if check > now else ", which has passed."
+        return text
+    return "In your run no partition holds a record yet, so no segment can age out."
+
+
+def _later(ms: int) -> str:
+    from app.frames import format_ms
+
+    return format_ms(ms)
+
+
+def live_retention_size(result: dict[str, Any]) -> str | None:
+    states = _existing_states(result)
+    limit = _scenario_topic(result).get("retention.bytes", -1)
+    if not isinstance(limit, int) or limit < 0:
+        return ("In your run retention.bytes is -1, so size never deletes anything; set it to see the floor "
+                "at work.")
+    parts = []
+    for st in states[:3]:
+        sizes = [int(x["bytes"]) for x in st["segments"]]
+        total = sum(sizes)
+        keep = total
+        gone = 0
+        for size in sizes[:-1]:  # never the active segment (unless retention.bytes is 0)
+            if keep - size < limit:
+                break
+            keep -= size
+            gone += 1
+        verdict = (f"the next check would delete {gone} segment{'s' if gone != 1 else ''} and keep {keep} "
+                   "bytes" if gone else "the next check would delete nothing")
+        many = "s" if len(sizes) != 1 else ""
+        parts.append(f"P{st['number']} holds {total} bytes in {len(sizes)} segment{many} against "
+                     f"retention.bytes={limit}: {verdict}")
+    return "In your run, " + "; ".join(parts) + "."
+
+
+def live_fell_behind(result: dict[str, Any]) -> str | None:
+    if any(x.get("kind") == "consumer_out_of_range" for x in _steps_so_far(result)):
+        return live_reset_outcome(result)  # it has happened: say what the consumer did
+    consumers, groups = _clients(result)
+    states = {st["number"]: st for st in _existing_states(result)}
+    for gid in sorted(groups):
+        for p, off in sorted((groups[gid].get("committed") or {}).items()):
+            st = states.get(int(p))
+            if st is not None and int(off) < st["log_start"]:
+                policy = next((str(c.get("auto.offset.reset", "latest"))
+                               for c in (result.get("scenario") or {}).get("consumers") or []
+                               if c.get("group.id") == gid), "latest")
+                return (f"In your run the committed offset of group {gid}, {off}, is below P{p}'s log start "
+                        f"offset {st['log_start']}: the next member's fetch there gets OFFSET_OUT_OF_RANGE, "
+                        f"and auto.offset.reset={policy} decides where it goes.")
+    return live_reset_outcome(result)
+
+
+def live_producer_metadata(result: dict[str, Any]) -> str | None:
+    from app.logdiagram import producer_metadata
+
+    steps = _steps_so_far(result)
+    states = _partition_states(result)
+    there = sum(1 for st in states if not st.get("absent"))
+    known = producer_metadata(result.get("scenario") or {}, steps)
+    refreshes = [x for x in steps if x.get("kind") == "producer_metadata_refresh"]
+    if known == there:
+        many = "s" if there != 1 else ""
+        text = f"In your run the producer's metadata shows all {there} partition{many} of the topic"
+        if refreshes:
+            text += f"; it learned the last count in its refresh at {refreshes[-1]['t_ms'] / 1000:.3f} s"
+        return text + ", so keys hash over that count."
+    return (f"In your run the topic has {there} partitions but the producer's metadata still shows {known}, "
+            f"so it keeps hashing keys over {known} until its next refresh (metadata.max.age.ms).")
+
+
+def live_sticky(result: dict[str, Any]) -> str | None:
+    steps = _steps_so_far(result)
+    draws = [x for x in steps if x.get("kind") == "producer_sticky_partition"]
+    if not draws:
+        return ("The producer in your run has not sent a record without a key yet (nor a keyed one with "
+                "partitioner.ignore.keys=true), so the sticky partitioner has not drawn a partition.")
+    picked = [f"P{x.get('partition')}" for x in draws]
+    repeats = sum(1 for a, b in zip(picked, picked[1:], strict=False) if a == b)
+    times = f"{len(draws)} time{'s' if len(draws) != 1 else ''}"
+    text = f"In your run the sticky partitioner has drawn {times}: {', '.join(picked[:8])}"
+    if repeats:
+        text += f"; {repeats} of those draws picked the partition it was already on"
+    return text + "."
+
+
 LIVE["live_partition_load"] = live_partition_load
 LIVE["live_log_bounds"] = live_log_bounds
 LIVE["live_committed_offsets"] = live_committed_offsets
@@ -1344,3 +1562,10 @@ LIVE["live_reset_outcome"] = live_reset_outcome
 LIVE["live_groups"] = live_groups
 LIVE["live_received"] = live_received
 LIVE["live_lag"] = live_lag
+LIVE["live_offsets_partition"] = live_offsets_partition
+LIVE["live_segments"] = live_segments
+LIVE["live_retention_time"] = live_retention_time
+LIVE["live_retention_size"] = live_retention_size
+LIVE["live_fell_behind"] = live_fell_behind
+LIVE["live_producer_metadata"] = live_producer_metadata
+LIVE["live_sticky"] = live_sticky

@@ -33,6 +33,7 @@ KIP_PAGES: dict[int, str] = {
     1: "KIP-1+-+Remove+support+of+request.required.acks",
     101: "KIP-101+-+Alter+Replication+Protocol+to+use+Leader+Epoch+rather+than+High+Watermark+for+Truncation",
     106: "KIP-106+-+Change+Default+unclean.leader.election.enabled+from+True+to+False",
+    211: "KIP-211%3A+Revise+Expiration+Semantics+of+Consumer+Group+Offsets",
     250: "KIP-250+Add+Support+for+Quorum-based+Producer+Acknowledgment",
     279: "KIP-279%3A+Fix+log+divergence+between+leader+and+follower+after+fast+leader+fail+over",
     480: "KIP-480%3A+Sticky+Partitioner",
@@ -117,6 +118,10 @@ _SOURCE_PATHS = (
     "core/src/main/scala/kafka/log/LocalLog.scala",
     "storage/src/main/java/org/apache/kafka/storage/internals/log/LogConfig.java",
     "server-common/src/main/java/org/apache/kafka/server/config/ServerLogConfigs.java",
+    # segments, retention and the producer's metadata (scenes 02a, 03)
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java",
+    "clients/src/main/java/org/apache/kafka/clients/Metadata.java",
+    "clients/src/main/java/org/apache/kafka/clients/producer/internals/RecordAccumulator.java",
 )
 SOURCE_FILES: dict[str, str] = {path.rsplit("/", 1)[1]: path for path in _SOURCE_PATHS}
 

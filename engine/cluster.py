@@ -225,7 +225,7 @@ def _add_partitions(
     if narrator.quiet:
         narrator.count_step()
     else:
-        narrator.step("admin_create_partitions", "admin", text)
+        narrator.step("admin_create_partitions", "admin", text, partitions=count)
     for k, replicas in enumerate(placed):
         sim = make(old + k, dataclasses.replace(cfg, replicas=list(replicas), assignments=[list(replicas)]))
         sim.action = i

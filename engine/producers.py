@@ -140,7 +140,7 @@ class ProducerProc:
             text += f"; keys now hash over {new}"
         narrator = self.sims[0]
         narrator.now = self.clock.now
-        _tell(narrator, "producer_metadata_refresh", self.id, text)
+        _tell(narrator, "producer_metadata_refresh", self.id, text, partitions=new)
 
     # ---------------------------------------------------------------------------------------
     # choosing the partition
@@ -256,9 +256,9 @@ class ProducerProc:
         _tell(self.sims[new], "producer_sticky_partition", self.id, text)
 
 
-def _tell(sim: Sim, kind: str, actor: str, text: str) -> None:
+def _tell(sim: Sim, kind: str, actor: str, text: str, **extra: Any) -> None:
     """A step of the producer, told by the partition it is about (quiet runs only count it)."""
     if sim.quiet:
         sim.count_step()
     else:
-        sim.step(kind, actor, text)
+        sim.step(kind, actor, text, **extra)

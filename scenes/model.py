@@ -263,7 +263,8 @@ class QA(_Strict):
 #                          in three different partitions
 #   fan_out                every record appended is received by consumers of two or more groups,
 #                          one of which first subscribed after the last record was appended
-ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out"]
+ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out", "skip_records",
+                        "hot_partition"]
 
 
 class Challenge(_Strict):

@@ -41,6 +41,8 @@ HISTORIC_VERSIONS = ("0.8", "0.10", "1.1")
 PROPOSAL_LABEL_RE = re.compile(r"^(Proposal, not Kafka|Not Kafka)\b")
 # pseudocode lines that execute a step kind and cite no source (the rest must cite the engine's file)
 LINES_MAY_OMIT_THE_SOURCE = {"05", "06"}
+# challenge goals about what consumers read, which need a scene with consumers
+READER_GOALS = ("read_before_subscribe", "fan_out", "skip_records")
 # scenes whose beats focus on step kinds their pseudocode does not show (04a's show the produce path
 # around the controller; 05's include an operator step); elsewhere a focus kind needs a line
 FOCUS_MAY_LACK_A_LINE = {"04a", "05"}
@@ -119,8 +121,12 @@ def test_challenge_has_a_goal_the_app_judges_a_title_and_a_text(scene_id):
     assert challenge.goal in get_args(ChallengeGoal) and challenge.title and challenge.text
     # every goal but the loss ledger's is judged by app/challenges.py from the run
     assert challenge.goal == "lose_acked_write" or challenge.goal in JUDGES
-    # a goal about readers needs a scene with consumers to read
-    assert (challenge.goal == "lose_acked_write") != bool(scene_for(scene_id).base_scenario.get("consumers"))
+    # a goal about readers needs a scene with consumers to read; the loss ledger's scenes have none
+    readers = bool(scene_for(scene_id).base_scenario.get("consumers"))
+    if challenge.goal in READER_GOALS:
+        assert readers
+    if challenge.goal == "lose_acked_write":
+        assert not readers
 
 
 @pytest.mark.parametrize("scene_id", BUILT)
@@ -183,7 +189,8 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
     """Each value, on each beat, two ways: as the web app sends it (every knob's value in the URL),
     and set alone as typed (a sample of a wide range). It is written where its target says and the
     engine accepts the scenario and reads the value, except that a beat writing to partition p
-    cannot have p or fewer partitions: the engine refuses that with its own readable message."""
+    cannot have p or fewer partitions, and a beat that grows the topic to n partitions cannot start
+    with n or more: the engine refuses both with its own readable message (Kafka's, for the second)."""
     from engine.scenario import resolve
 
     scene = scene_for(scene_id)
@@ -198,6 +205,7 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
         for beat in scene.beats:
             presets = {k: format_knob_value(v) for k, v in beat.knobs.items()}
             highest = max((a.get("partition", 0) for a in beat.actions if a["do"] == "produce"), default=0)
+            grown = min((a["count"] for a in beat.actions if a["do"] == "add_partitions"), default=None)
             ways = [{**all_defaults, **presets, knob.key: format_knob_value(value)}]
             if value in alone:
                 ways.append({knob.key: value})
@@ -213,6 +221,11 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
                     assert knob.only_if, where  # only a knob with a condition is ever left out
                 if knob.key == "partitions" and value <= highest:
                     with pytest.raises(engine.ScenarioError, match=r"partition\(s\)"):
+                        engine.validate(sc)
+                    continue
+                if knob.key == "partitions" and grown is not None and value >= grown:
+                    with pytest.raises(engine.ScenarioError, match=r"which is higher than the requested"
+                                       r"|already has \d+ partitions"):
                         engine.validate(sc)
                     continue
                 parsed = engine.validate(sc)

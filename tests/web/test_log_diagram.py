@@ -110,3 +110,119 @@ def test_every_beat_renders_with_the_log_legend(scene_id):
         page = client.get(f"/scenes/{scene_id}?beat={beat.id}&step=999")
         assert page.status_code == 200
         assert 'class="cluster logmap wide"' in page.text and "lanes under a" in page.text
+
+
+# ----------------------------------------------------------------------------------------------
+# scenes 02a and 03: segments, deleted offsets, per-partition load, partitions not created yet
+
+
+def test_scenes_about_segments_or_partitions_draw_partitions_even_without_consumers():
+    d, _ = drawn("03", "keys-pick-partitions", 0)
+    assert d["mode"] == "log" and [r["label"] for r in d["rows"]] == ["P0", "P1", "P2"]
+    assert [b["cls"] for b in d["boxes"]] == ["producer"]  # no consumers box when there are none
+    assert not d["readers"] and d["several"] and not d["shows_segments"]
+    # the partitions knob at 1 keeps the scene's drawing
+    one, _ = drawn("03", "keys-pick-partitions", 0, partitions="1")
+    assert one["mode"] == "log" and [r["label"] for r in one["rows"]] == ["P0"]
+    d, _ = drawn("02a", "retention-bytes-floor", 0)
+    assert d["mode"] == "log" and d["shows_segments"] and d["readers"]
+
+
+def test_segments_brackets_follow_the_step_and_the_active_one_is_last():
+    _, timeline = drawn("02a", "retention-ignores-readers")
+    second = step_of(timeline, "leader_append", 2)
+    before, _ = drawn("02a", "retention-ignores-readers", second - 1)
+    after, _ = drawn("02a", "retention-ignores-readers", second)
+    assert [(s["text"], s["active"]) for s in before["rows"][0]["segs"]] == [("active · 300 B", True)]
+    assert [(s["text"], s["active"]) for s in after["rows"][0]["segs"]] == [
+        ("300 B", False), ("active · 300 B", True)]
+    assert len(after["rows"][0]["seg_lines"]) == 1  # the boundary at offset 3
+    assert [(s["text"], s["active"]) for s in after["narrow"]["rows"][0]["segs"]] == [
+        ("300 B", False), ("active · 300 B", True)]
+    assert "Segments: 0-2 (300 bytes); active 3-5 (300 bytes)." in " ".join(after["description"])
+    assert presenters.visible_signature(before) != presenters.visible_signature(after)
+
+
+def test_deleted_offsets_are_one_empty_gap_and_the_bookmark_points_into_it():
+    _, timeline = drawn("02a", "retention-ignores-readers")
+    delete = step_of(timeline, "broker_delete_segments")
+    before, _ = drawn("02a", "retention-ignores-readers", delete - 1)
+    at, _ = drawn("02a", "retention-ignores-readers", delete)
+    assert before["rows"][0]["gap"] is None
+    assert [c["offset"] for c in before["rows"][0]["cells"]] == list(range(6))
+    p0 = at["rows"][0]
+    assert [c["offset"] for c in p0["cells"]] == [3, 4, 5]  # a, b and c are gone, not struck out
+    assert p0["gap"]["text"] == "deleted" and "offsets 0-2 (a, b, c)" in p0["gap"]["title"]
+    assert p0["markers"]["start"] == 3 and "start 3" in [b["text"] for b in p0["badges"]]
+    assert marks(at) == ["payments committed 1"]
+    described = " ".join(at["description"])
+    assert "Offsets 0-2 deleted (a, b, c are gone)." in described
+    assert ("committed offsets P0 1, stored by its coordinator B2 in __consumer_offsets partition 13"
+            in described)
+    assert at["clock"]["text"] == "t = 1 hour 0 min 30.000 s"
+    assert "(t = 1 hour 0 min 30.000 s)" in at["summary"]
+
+
+def test_each_partition_shows_its_load_and_a_hot_one_says_so():
+    _, timeline = drawn("03", "hot-partition")
+    d, _ = drawn("03", "hot-partition", timeline.step_count)
+    loads = [[b for b in r["badges"] if b["cls"] in ("load", "hot")][0] for r in d["rows"]]
+    assert [(b["text"], b["cls"]) for b in loads] == [
+        ("1 rec · 12%", "load"), ("1 rec · 12%", "load"), ("6 rec · 75% · hot", "hot")]
+    assert "records per partition: P0 1, P1 1, P2 6 (hot)" in d["summary"]
+    assert "It holds 6 of the topic's 8 records (75%), a hot partition." in " ".join(d["description"])
+    # a share says little before the topic holds two records per partition
+    early, _ = drawn("03", "hot-partition", step_of(timeline, "leader_append", 1))
+    assert not any(b["cls"] == "hot" for r in early["rows"] for b in r["badges"])
+
+
+def test_a_partition_not_created_yet_is_drawn_absent_never_empty():
+    _, timeline = drawn("03", "add-partitions")
+    create = step_of(timeline, "admin_create_partitions")
+    before, _ = drawn("03", "add-partitions", create - 1)
+    after, _ = drawn("03", "add-partitions", create)
+    p3 = before["rows"][3]
+    assert p3["absent"] and p3["cells"] == [] and p3.get("markers") is None
+    assert p3["note"]["text"] == "does not exist yet"
+    assert [b["text"] for b in p3["badges"]] == ["not created yet"]
+    assert "(P3 not created yet)" in before["summary"]
+    assert "Partition 3: not created yet at this step; it has no log." in before["description"]
+    assert not after["rows"][3]["absent"] and after["rows"][3]["markers"]["leo"] == 0
+    # the same height before and after, so the page below does not move when it appears
+    for g in ("wide", "narrow"):
+        b, a = (before if g == "wide" else before["narrow"]), (after if g == "wide" else after["narrow"])
+        assert b["rows"][3]["band_h"] == a["rows"][3]["band_h"] and b["height"] == a["height"]
+    # the producer keeps the old count until its refresh, and the box says so
+    assert "metadata: 3 partitions (the topic has 4)" in after["boxes"][0]["lines"][0]["text"]
+    refreshed, _ = drawn("03", "add-partitions", step_of(timeline, "producer_metadata_refresh"))
+    assert refreshed["boxes"][0]["lines"][0]["text"] == "metadata: 4 partitions"
+
+
+def test_the_producer_box_says_where_keyless_records_stick():
+    _, timeline = drawn("03", "keyless-sticky")
+    start, _ = drawn("03", "keyless-sticky", 0)
+    assert [line["text"] for line in start["boxes"][0]["lines"]][:2] == [
+        "metadata: 3 partitions", "no key: no partition drawn yet"]
+    third, _ = drawn("03", "keyless-sticky", step_of(timeline, "producer_sticky_partition", 3))
+    assert third["boxes"][0]["lines"][1]["text"] == "no key: sticks to P1"
+    assert "records without a key stick to P1" in third["description"][1]
+
+
+@pytest.mark.parametrize("scene_id", ["02a", "03"])
+def test_every_beat_of_the_new_scenes_renders_with_its_legend(scene_id):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+    from app.main import app
+
+    client = TestClient(app)
+    for beat in scenes.load_scene(scene_id).beats:
+        page = client.get(f"/scenes/{scene_id}?beat={beat.id}&step=999")
+        assert page.status_code == 200
+        assert 'class="cluster logmap wide"' in page.text
+        assert ("brackets under a" in page.text) == (scene_id == "02a")
+        if scene_id == "03":
+            assert "a hot partition" in page.text and "a partition not created yet" in page.text
+        assert ("lanes under a" in page.text) == (scene_id == "02a")

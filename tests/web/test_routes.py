@@ -211,7 +211,7 @@ def test_step_beyond_the_end_clamps_with_a_note(client):
     assert f"Step 5000 is past the end of this timeline ({count} steps)" in notes(r.text)
 
 
-@pytest.mark.parametrize("url", ["/scenes/99", "/scenes/02a", "/embed/zz", "/nowhere"])
+@pytest.mark.parametrize("url", ["/scenes/99", "/scenes/05a", "/embed/zz", "/nowhere"])
 def test_unknown_or_unbuilt_scene_is_a_404_page(client, url):
     r = client.get(url)
     assert r.status_code == 404 and r.template.name == "error.html"
