@@ -223,6 +223,9 @@ class CatchAll:
             response = await self.handler(Request(scope), exc)
             await response(scope, receive, send)
 
+# every page differs by whether htmx asked for it (a fragment) or a browser did (the whole page)
+VARY = {"Vary": "HX-Request"}
+
 
 def _wants_json(request: Request) -> bool:
     return request.url.path.startswith("/api/")
@@ -298,7 +301,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response = templates.TemplateResponse(
             request, name, {**chrome(request), **context}, status_code=status, headers=headers
         )
-        response.headers["Vary"] = "HX-Request"
+        response.headers.update(VARY)
         return response
 
     def error_page(request: Request, status: int, title: str, reason: str) -> Response:
@@ -393,7 +396,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             cached = step_updates.get(update_key)
             if cached is not None:
                 body, push = cached
-                return HTMLResponse(body, headers={"HX-Push-Url": push, "Vary": "HX-Request"})
+                return HTMLResponse(body, headers={"HX-Push-Url": push, **VARY})
         timeline, state = build_timeline(sim, scene, state)
         canonical = urls.page_url(state, embed=embed)
         if injecting and not is_htmx:

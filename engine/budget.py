@@ -181,14 +181,15 @@ def budget(
     either = cancelled or outer.cancelled
     if cancelled is not None and outer.cancelled is not None:
         either = _either(cancelled, outer.cancelled)
+    # the outermost block may set any size (a trusted caller, like `limits`); inner ones tighten
+    size = max_result_bytes or outer.max_result_bytes
+    if _current.get() is not None:
+        size = min(size, outer.max_result_bytes)
     value = RunBudget(
         max_events=_lower(max_events, outer.max_events),
         max_sim_ms=_lower(max_sim_ms, outer.max_sim_ms),
         max_steps=_lower(max_steps, outer.max_steps),
-        # the outermost block may set any size (a trusted caller, like `limits`); inner ones tighten
-        max_result_bytes=(max_result_bytes or outer.max_result_bytes)
-        if _current.get() is None
-        else min(max_result_bytes or outer.max_result_bytes, outer.max_result_bytes),
+        max_result_bytes=size,
         deadline=deadline,
         cancelled=either,
         deadline_s=deadline_s,

@@ -437,15 +437,15 @@ class Clients:
         for p in missing:
             if p in c.position:
                 continue
-            error = self._reset(c, p, f"no committed offset for P{p}")
+            error = self._reset(c, p, f"no committed offset for P{p}", "NoOffsetForPartitionException")
             if error is not None:
                 return error
         return None
 
-    def _reset(self, c: ConsumerProc, p: int, why: str) -> str | None:
+    def _reset(self, c: ConsumerProc, p: int, why: str, error: str) -> str | None:
+        """auto.offset.reset for partition p; with `none`, poll() throws `error` instead."""
         policy = c.spec.auto_offset_reset
         if policy == "none":
-            error = "NoOffsetForPartitionException" if "no committed" in why else "OFFSET_OUT_OF_RANGE"
             self._error(
                 c, error, f"{c.id}.poll() throws {error}: {why} and auto.offset.reset=none", partition=p
             )
@@ -497,7 +497,7 @@ class Clients:
                     partition_id=p,
                 )
                 c.position.pop(p)
-                error = self._reset(c, p, f"offset {pos} is out of range")
+                error = self._reset(c, p, f"offset {pos} is out of range", "OFFSET_OUT_OF_RANGE")
                 if error is not None:
                     return [], error
                 continue
