@@ -537,6 +537,28 @@ def _top_boxes(
     return boxes, y, clock_y
 
 
+def _close_row(
+    row: dict[str, Any],
+    items: list[dict[str, Any]],
+    top: float,
+    bottom: float,
+    cell_y: float,
+    g: Geometry,
+    ports: dict[str, dict[str, float]],
+    node: str,
+    rows: list[dict[str, Any]],
+) -> float:
+    """Finish one partition row of either drawing (its band, its activity items, the port arrows
+    aim at) and return the y where the next row starts."""
+    row["acts"] = items
+    row["band_y"] = round(top, 1)
+    row["band_h"] = round(bottom + 4 - top, 1)
+    row["mid_y"] = round(cell_y + g.cell_h / 2, 1)
+    ports[node] = {"in_y": row["mid_y"]}
+    rows.append(row)
+    return bottom + 8
+
+
 def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     """SVG coordinates of the model's content in geometry `g`."""
     W = g.width
@@ -679,13 +701,7 @@ def layout(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
             bottom = max(
                 lane_bottom, head_bottom, _place_items(items, g.act_left, top + 4, g) if items else top
             )
-        row["acts"] = items
-        row["band_y"] = round(top, 1)
-        row["band_h"] = round(bottom + 4 - top, 1)
-        row["mid_y"] = round(cell_y + g.cell_h / 2, 1)
-        ports[node] = {"in_y": row["mid_y"]}
-        rows.append(row)
-        y = bottom + 8
+        y = _close_row(row, items, top, bottom, cell_y, g, ports, node, rows)
 
     arrows = [] if g.stacked else _arrows(boxes, rows, ports, g)
     return {
@@ -977,14 +993,8 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         else:
             acts_bottom = _place_items(items, g.act_left, top + 4, g) if items else top
             bottom = max(lanes_bottom, head_bottom, acts_bottom)
-        row["acts"] = items
-        row["band_y"] = round(top, 1)
-        row["band_h"] = round(bottom + 4 - top, 1)
-        row["mid_y"] = round(cell_y + g.cell_h / 2, 1)
         row["spare"] = False
-        ports[node] = {"in_y": row["mid_y"]}
-        rows.append(row)
-        y = bottom + 8
+        y = _close_row(row, items, top, bottom, cell_y, g, ports, node, rows)
 
     arrows = [] if g.stacked else _arrows(boxes, rows, ports, g)
     return {
