@@ -88,8 +88,6 @@ def _refuse_unsimulated(cfg: Any) -> None:
     """The contract's part 2 is parsed in full (engine/scenario.py); what the simulator does not
     run yet is refused here with a clear problem, never run half-way. Each line goes when the
     simulator learns it (issues 10 and 12)."""
-    if len(cfg.producers) > 1:
-        raise problem("producers", "several producer processes are not simulated yet; use one")
     later = {
         "init_transactions": "transactions",
         "begin_transaction": "transactions",
@@ -97,14 +95,13 @@ def _refuse_unsimulated(cfg: Any) -> None:
         "abort_transaction": "transactions",
     }
     round_robin = generation_for(cfg.profile.version) == "round-robin"
-    ignore_keys = cfg.producers[0].partitioner_ignore_keys if cfg.producers else False
+    ignores_keys = {pc.id: pc.partitioner_ignore_keys for pc in cfg.producers}
+    first_producer = cfg.producers[0].id if cfg.producers else None
     partitions = len(cfg.assignments)
     earlier: str | None = None  # an action before add_partitions that a new partition cannot replay
     for i, a in enumerate(cfg.actions):
         if a.do in later:
             raise problem(f"actions[{i}].do", f"{a.do}: {later[a.do]} is not simulated yet")
-        if a.do in ("crash", "shutdown", "restart") and getattr(a, "producer", None) is not None:
-            raise problem(f"actions[{i}].producer", f"{a.do} of a producer process is not simulated yet")
         if a.do == "produce" and a.records is not None and None in a.records:
             raise problem(f"actions[{i}].records", "tombstones (null records) are not simulated yet")
         if a.do == "produce" and a.lose_response:
@@ -114,7 +111,7 @@ def _refuse_unsimulated(cfg: Any) -> None:
             and round_robin
             and partitions > 1
             and a.partition is None
-            and (a.key is None or ignore_keys)
+            and (a.key is None or ignores_keys.get(a.producer or first_producer, False))
             and (len(a.records) if a.records is not None else a.count) > 1
         ):
             raise problem(

@@ -17,7 +17,7 @@ from .partitioner import generation_for
 from .producers import ProducerProc
 from .scenario import Config, Limits, ScenarioError
 from .sim import _WAKEUPS, Sim
-from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, TOPIC_KINDS
+from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, FIRST_PRODUCER_ID, TOPIC_KINDS, ProducerSession
 
 _LOOP_TICK = Clients._loop_tick
 
@@ -82,7 +82,7 @@ def run(
     for sim in sims:
         sim.start()
     born = [(0, 0)] * len(sims)  # (step, ms) at which each partition was created
-    action_t_ms, chosen = _drive(cfg, clock, sims, clients, make, born)
+    action_t_ms, chosen, producers = _drive(cfg, clock, sims, clients, make, born)
     clock.budget.check()
     for sim in sims:
         sim.now = clock.now
@@ -111,6 +111,7 @@ def run(
         )
     if clients is not None:
         out.update(clients.result())
+        out["producers"] = {pid: producer.result() for pid, producer in producers.items()}
         out["notes"] = list(cfg.notes)
         if multi:
             for entry, extra in zip(out["partitions"], part2, strict=True):
@@ -136,21 +137,28 @@ def _drive(
     clients: Clients | None,
     make: Any,
     born: list[tuple[int, int]],
-) -> tuple[list[int], list[int]]:
-    """Run the scenario's actions in order; returns the simulated time at which each began, and
-    the partition each produce went to.
+) -> tuple[list[int], list[int], dict[str, ProducerProc]]:
+    """Run the scenario's actions in order; returns the simulated time at which each began, the
+    partition each produce went to, and the producer processes.
 
     A produce goes to the partition its producer picks (engine/producers.py); every other action
     reaches every partition at the same millisecond; advance and settle run the one clock;
     add_partitions adds partitions to `sims` (and `born`) as it runs."""
     one = sims[0] if len(sims) == 1 and not cfg.added_assignments else None
-    producers: dict[str, ProducerProc] = {}
-    if one is None:
-        generation = generation_for(cfg.profile.version)
-        for pc in cfg.producers:
-            producers[pc.id] = ProducerProc(
-                pc, sims=sims, clock=clock, seed=cfg.seed, generation=generation, topic=cfg.topic_name
-            )
+    generation = generation_for(cfg.profile.version)
+    pids = PidAllocator()
+    producers = {
+        pc.id: ProducerProc(
+            pc,
+            pids.session(pc, 0),
+            sims=sims,
+            clock=clock,
+            seed=cfg.seed,
+            generation=generation,
+            topic=cfg.topic_name,
+        )
+        for pc in cfg.producers
+    }
     produced = 0
     starts: list[int] = []
     chosen: list[int] = []
@@ -162,19 +170,19 @@ def _drive(
         starts.append(now)
         do = a.do
         if do == "produce":
+            producer = producers[a.producer or cfg.producers[0].id]
             if one is not None:
-                one.produce(a, len(one.batches))
+                one.produce(a, len(one.batches), producer.session)
                 chosen.append(0)
                 continue
             if a.records is None:  # name records across the topic, not per partition
                 named = [f"m{produced + k}" for k in range(a.count)]
                 a = a.model_copy(update={"records": named, "count": None})
             produced += len(a.records)
-            producer = producers[a.producer or cfg.producers[0].id]
             p = producer.choose(a)
             chosen.append(p)
             sim = sims[p]
-            sim.produce(a, len(sim.batches))
+            sim.produce(a, len(sim.batches), producer.session)
             producer.after_produce(a, p, a.records)
         elif do == "advance":
             clock.run_until(now + a.ms)
@@ -189,6 +197,8 @@ def _drive(
             _add_partitions(cfg, clock, sims, a.count, make, born, i)
             for producer in producers.values():
                 producer.partitions_added(clock.now)
+        elif getattr(a, "producer", None) is not None:  # crash, shutdown or restart of a producer
+            _producer_lifecycle(producers[a.producer], a.do, sims, pids)
         elif clients is not None and (do in CLIENT_ACTIONS or getattr(a, "consumer", None) is not None):
             _client_action(clients, a)
         else:
@@ -196,7 +206,76 @@ def _drive(
                 _apply(sim, cfg, i, a)
             if clock.stale:
                 clock.refresh_stale()
-    return starts, chosen
+    return starts, chosen, producers
+
+
+class PidAllocator:
+    """The producer ids InitProducerId hands out in this run, in the order the sessions start:
+    1000, 1001, ... (a broker takes them from a block the controller allocates; the numbers
+    themselves mean nothing). A producer without idempotence asks for none: its id is -1."""
+
+    def __init__(self) -> None:
+        self.next = FIRST_PRODUCER_ID
+
+    def session(self, pc: Any, now: int) -> ProducerSession:
+        pid = -1
+        if pc.enable_idempotence:
+            pid, self.next = self.next, self.next + 1
+        return ProducerSession(pc, pid, now)
+
+
+def _producer_lifecycle(producer: ProducerProc, do: str, sims: list[Sim], pids: PidAllocator) -> None:
+    """A producer process crashes, is closed, or starts again (contract part 2, crash / shutdown /
+    restart with `producer`). The scenario refuses a produce from a producer that is not running;
+    crashing or closing one that is not running, or restarting one that runs, changes nothing."""
+    session = producer.session
+    clock = producer.clock
+    narrator = sims[0]
+    narrator.now = clock.now
+    if do == "restart":
+        if session.alive:
+            return
+        producer.restart(pids.session(session.config, clock.now))
+        return
+    if not session.alive:
+        return
+    if do == "shutdown":
+        # KafkaProducer.close() blocks until every batch already handed to send() is answered or
+        # has failed (its timeout is Long.MAX_VALUE): the clock runs until then
+        def done() -> bool:
+            return not any(sim.unanswered_of(session) for sim in sims)
+
+        waiting = sum(sim.unanswered_of(session) for sim in sims)
+        if waiting:
+            deadline = max(b.deadline for sim in sims for b in sim.batches if b.session is session)
+            clock.run_until(deadline + 1, stop=done)
+        session.alive = False
+        narrator.now = clock.now
+        waited = (
+            f"it waits until its {waiting} unanswered batch{'es' if waiting != 1 else ''} "
+            f"{'are' if waiting != 1 else 'is'} answered, then the process ends"
+            if waiting
+            else "nothing is waiting for an answer, so the process ends at once"
+        )
+        narrator.tell("producer_close", session.id, f"{session.id}.close(): {waited}")
+        return
+    lost = [sim.producer_crash(session) for sim in sims]
+    on_wire = sum(w for w, _ in lost)
+    queued = sum(q for _, q in lost)
+    session.alive = False
+    if on_wire or queued:
+        parts = []
+        if on_wire:
+            parts.append(
+                f"{on_wire} batch{'es' if on_wire != 1 else ''} already sent may still be written, "
+                "but nobody will hear the answer"
+            )
+        if queued:
+            parts.append(f"{queued} batch{'es' if queued != 1 else ''} still in its memory never leave")
+        what = "; ".join(parts)
+    else:
+        what = "it had no batch waiting for an answer"
+    narrator.tell("producer_crash", session.id, f"{session.id}'s process dies: {what}")
 
 
 def _add_partitions(
@@ -222,10 +301,7 @@ def _add_partitions(
         f"Records already written stay where they are; producers keep using {old} "
         f"partition{'s' if old != 1 else ''} until their metadata refresh"
     )
-    if narrator.quiet:
-        narrator.count_step()
-    else:
-        narrator.step("admin_create_partitions", "admin", text, partitions=count)
+    narrator.tell("admin_create_partitions", "admin", text, partitions=count)
     for k, replicas in enumerate(placed):
         sim = make(old + k, dataclasses.replace(cfg, replicas=list(replicas), assignments=[list(replicas)]))
         sim.action = i

@@ -32,8 +32,13 @@ applies them to one producer inside a run (engine/sim.py `_drive`), on the run's
   since a produce here is one batch on one partition. KIP-480's sticky generation (2.4-3.2) is
   applied as a produce-is-a-new-batch producer would see it (each batch moves the stickiness), but
   no profile is in that range today.
-- Queue lengths count the batches of this partition that wait in the producer (backing off, held
-  behind one, or waiting for a leader); with one producer process per run these are its batches.
+- Queue lengths count the batches of this partition that wait in this producer (backing off, held
+  behind one, or waiting for a leader); another producer's queues are its own.
+- A restart (`restart`) is a new process: a new session (engine/state.py `ProducerSession`), fresh
+  metadata (it knows every partition the topic has now, and counts metadata.max.age.ms from its
+  start), a fresh sticky partition, no keys seen. A process that is not running refreshes nothing.
+- Simplification: every producer reads a partition's leader from one shared view
+  (`Sim.producer_leader`), so a leader change reaches all producers at once.
 """
 
 from __future__ import annotations
@@ -51,7 +56,9 @@ from .partitioner import (
     load_stats,
     serialize_key,
 )
+from .results import ProducerResult
 from .segments import batch_size_bytes
+from .state import ProducerSession
 
 if TYPE_CHECKING:  # pragma: no cover - typing only (sim imports this module)
     from .sim import Clock, Sim
@@ -71,6 +78,7 @@ class ProducerProc:
     def __init__(
         self,
         config: ProducerConfig,
+        session: ProducerSession,
         *,
         sims: list[Sim],
         clock: Clock,
@@ -80,6 +88,8 @@ class ProducerProc:
     ) -> None:
         self.config = config
         self.id = config.id
+        self.session = session  # the process running now (a restart replaces it)
+        self.generation = generation
         self.sims = sims  # every partition of the topic so far (the run's list, which grows)
         self.clock = clock
         self.topic = topic
@@ -91,13 +101,46 @@ class ProducerProc:
         self.started_ms = 0  # its process start, from which metadata.max.age.ms counts
         self.now = 0  # the clock sets it when the refresh event runs
 
+    def restart(self, session: ProducerSession) -> None:
+        """The process starts again as `session`: at start it fetches the topic's metadata."""
+        self.session = session
+        self.known = len(self.sims)
+        self.keyless = KeylessPartitioner(self.generation, self.known, batch_size=BATCH_SIZE)
+        self.keys = {}
+        self.refresh_at = None
+        self.started_ms = session.started_ms
+        pc = self.config
+        if session.pid >= 0:
+            who = f"producer id {session.pid} (InitProducerId), epoch 0, every sequence from 0"
+        else:
+            who = "no producer id (enable.idempotence is off)"
+        n = self.known
+        text = (
+            f"{self.id} starts again: a new process with {who}; its metadata shows {n} "
+            f"partition{'s' if n != 1 else ''} of {self.topic}"
+        )
+        if pc.enable_idempotence:
+            text += ". Brokers cannot tell its records from the old process's: a resend is a new write"
+        self.sims[0].tell("producer_restart", self.id, text)
+
+    def result(self) -> ProducerResult:
+        """The contract's `producers[id]`: the session running now (or the last one)."""
+        s = self.session
+        return {
+            "producer_id": s.pid,
+            "epoch": s.epoch if s.pid >= 0 else -1,
+            "transaction_state": None,  # no transactional.id runs yet (issue 12)
+            "fenced": False,
+            "alive": s.alive,
+        }
+
     # ---------------------------------------------------------------------------------------
     # metadata
 
     def partitions_added(self, now: int) -> None:
         """The topic has new partitions: the producer sees them at its next periodic refresh."""
-        if self.refresh_at is not None:
-            return  # that refresh will see these too
+        if self.refresh_at is not None or not self.session.alive:
+            return  # that refresh will see these too; a process that is down refreshes nothing
         age = self.config.metadata_max_age_ms
         start = self.started_ms
         self.refresh_at = now if age == 0 else start + ((now - start) // age + 1) * age
@@ -105,7 +148,7 @@ class ProducerProc:
         heapq.heappush(clock.q, (self.refresh_at, clock.tick(), self, self._periodic_refresh, ()))
 
     def _periodic_refresh(self) -> None:
-        if self.refresh_at is not None and self.clock.now >= self.refresh_at:
+        if self.refresh_at is not None and self.clock.now >= self.refresh_at and self.session.alive:
             self._refresh(None)
 
     def _refresh(self, asked: int | None) -> None:
@@ -140,7 +183,7 @@ class ProducerProc:
             text += f"; keys now hash over {new}"
         narrator = self.sims[0]
         narrator.now = self.clock.now
-        _tell(narrator, "producer_metadata_refresh", self.id, text, partitions=new)
+        narrator.tell("producer_metadata_refresh", self.id, text, partitions=new)
 
     # ---------------------------------------------------------------------------------------
     # choosing the partition
@@ -150,7 +193,12 @@ class ProducerProc:
         batches for the partitions that have had a queue (RecordAccumulator.partitionReady)."""
         parts = self.sims[: self.known]
         available = [p for p, sim in enumerate(parts) if sim.producer_leader != NO_LEADER]
-        queues = {p: len(sim.unsendable) for p, sim in enumerate(parts) if sim.batches}
+        me = self.session
+        queues = {
+            p: sum(1 for i in sim.unsendable if sim.batches[i].session is me)
+            for p, sim in enumerate(parts)
+            if me in sim.senders
+        }
         return available, queues
 
     def choose(self, action: Any) -> int:
@@ -234,7 +282,7 @@ class ProducerProc:
             f"({self._how(available, queues)}): P{p}. Records without a key go there until it has had "
             f"at least batch.size={self.keyless.batch_size} bytes"
         )
-        _tell(sim, "producer_sticky_partition", self.id, text)
+        sim.tell("producer_sticky_partition", self.id, text)
 
     def _tell_switch(
         self, old: int, produced: int, why: str, available: list[int], queues: dict[int, int]
@@ -253,12 +301,4 @@ class ProducerProc:
             f"the built-in partitioner draws the next partition to stick to "
             f"({self._how(available, queues)}; it may draw the same one): P{new}"
         )
-        _tell(self.sims[new], "producer_sticky_partition", self.id, text)
-
-
-def _tell(sim: Sim, kind: str, actor: str, text: str, **extra: Any) -> None:
-    """A step of the producer, told by the partition it is about (quiet runs only count it)."""
-    if sim.quiet:
-        sim.count_step()
-    else:
-        sim.step(kind, actor, text, **extra)
+        self.sims[new].tell("producer_sticky_partition", self.id, text)

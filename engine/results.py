@@ -98,6 +98,14 @@ class GroupResult(TypedDict):
     history: list[GenerationRecord]
 
 
+class ProducerResult(TypedDict):
+    producer_id: int  # -1 without idempotence
+    epoch: int  # -1 without idempotence
+    transaction_state: str | None  # the coordinator's state names; None for a non-transactional producer
+    fenced: bool
+    alive: bool  # the process runs (not crashed or closed since its last start)
+
+
 class ClientsResult(TypedDict):
     polls: list[PollResult]
     commits: list[CommitResult]

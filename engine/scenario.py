@@ -1079,6 +1079,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     total_ms = 0
     records_seen: set[str] = set()
     produced = 0
+    down: dict[str, str] = {}  # producers crashed or shut down and not restarted: why
     for i, a in enumerate(actions):
         path = f"actions[{i}]"
         if a.do == "produce":
@@ -1088,6 +1089,12 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             if a.partition is not None:
                 partition_ref(f"{path}.partition", a.partition)
             sender = producer_ref(path, a.producer)
+            if sender is not None and sender.id in down:
+                bad(
+                    f"{path}.producer" if a.producer is not None else path,
+                    f"producer {sender.id!r} is not running ({down[sender.id]}); restart it before it "
+                    "sends again (send() after close() throws Kafka's IllegalStateException)",
+                )
             if a.lose_response:
                 acks = _acks_number(a.acks) if a.acks is not None else sender.acks if sender else None
                 if acks == 0:
@@ -1126,7 +1133,12 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             elif a.consumer is not None:
                 consumer_ref(f"{path}.consumer", a.consumer)
             else:
-                producer_ref(path, a.producer)
+                pc = producer_ref(path, a.producer)
+                if pc is not None and a.do == "restart":
+                    down.pop(pc.id, None)
+                elif pc is not None:
+                    how = "it crashed" if a.do == "crash" else "it was shut down"
+                    down.setdefault(pc.id, f"{how} at {path}")
             if a.do == "crash" and a.broker is None:
                 for flag in ("lose_unflushed", "lose_disk"):
                     if getattr(a, flag):

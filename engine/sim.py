@@ -57,6 +57,7 @@ from .state import (
     Broker,
     Controller,
     FollowerState,
+    ProducerSession,
     _fmt_offsets,
     _fmt_records,
     _fmt_set,
@@ -125,8 +126,12 @@ class Sim(
         # batches not yet finished that hold back the ones behind them (backoff, no leader, held)
         self.unsendable: set[int] = set()
         self.releasing = False  # _release_held is running (a send inside it must not start another)
-        self.next_seq = 0  # the idempotent producer's next sequence number for this partition
-        self.producer_epoch = 0  # bumped by the producer itself when the broker reports a gap (KIP-360)
+        # each idempotent producer session's [epoch, next sequence] in this partition: a session
+        # bumps its epoch for all partitions, and a partition starts its sequences again from 0
+        # under the new epoch once none of its batches of the old epoch is unanswered
+        self.sequences: dict[ProducerSession, list[int]] = {}
+        self._own_session: ProducerSession | None = None  # for a Sim driven without the cluster
+        self.senders: set[ProducerSession] = set()  # the producer sessions that have sent batches here
         self.pending_batches = 0  # batches without an outcome yet (kept so settle is O(brokers))
         # the ledger as it grows, so a snapshot can say what was sent, acknowledged or failed by then
         self.sent_records: list[str] = []
@@ -170,6 +175,13 @@ class Sim(
         clock.steps += 1
         if clock.steps > self.limits.max_steps:
             raise self._too_many_steps()
+
+    def tell(self, kind: str, actor: str, text: str, **extra: Any) -> None:
+        """A step whose prose costs something to build: quiet runs only count it."""
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(kind, actor, text, **extra)
 
     def step(self, kind: str, actor: str, text: str, **extra: Any) -> None:
         if not self.narrates_brokers and kind in BROKER_LEVEL_KINDS and "records" not in extra:

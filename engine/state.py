@@ -30,10 +30,30 @@ RETRIABLE = frozenset(
         "OUT_OF_ORDER_SEQUENCE_NUMBER",
     }
 )
-PRODUCER_ID = 1000  # the id InitProducerId gives the scenario's (one) idempotent producer
+FIRST_PRODUCER_ID = 1000  # the id InitProducerId gives the run's first idempotent producer session
 REFRESH_METADATA = frozenset(
     {"NOT_LEADER_OR_FOLLOWER", "NETWORK_EXCEPTION", "REQUEST_TIMED_OUT", "LEADER_NOT_AVAILABLE"}
 )
+
+
+class ProducerSession:
+    """One run of one producer process, shared by every partition it writes to: its settings, the
+    producer id InitProducerId gave it (-1 without idempotence), its epoch, and whether it runs.
+
+    A producer's restart is a new session: a new process, so (without a transactional.id) a new
+    producer id, epoch 0 and sequences from 0 in every partition; the broker cannot tell its
+    retries from the old session's writes (kafka-eos-kraft.md §A). Each partition keeps the
+    session's next sequence there (`Sim.sequences`)."""
+
+    __slots__ = ("id", "config", "pid", "epoch", "alive", "started_ms")
+
+    def __init__(self, config: Any, pid: int, started_ms: int) -> None:
+        self.id: str = config.id
+        self.config = config  # its clients_spec.ProducerConfig
+        self.pid = pid
+        self.epoch = 0  # bumped by the producer itself when a broker reports a gap (KIP-360)
+        self.alive = True
+        self.started_ms = started_ms
 
 
 class FollowerState:
@@ -195,9 +215,19 @@ class Batch:
         "on_disk",
         "seq",
         "pepoch",
+        "session",
     )
 
-    def __init__(self, index: int, records: list[str], acks: int | str, acks_shown: Any, idempotent: bool):
+    def __init__(
+        self,
+        index: int,
+        records: list[str],
+        acks: int | str,
+        acks_shown: Any,
+        idempotent: bool,
+        session: ProducerSession,
+    ):
+        self.session = session  # the producer process that sent it
         self.index = index
         self.records = records
         self.acks = acks
@@ -240,7 +270,6 @@ def _fmt_set(ids: list[int]) -> str:
     return "{" + ", ".join(str(i) for i in ids) + "}"
 
 
-
 # Steps about a broker or the operator, which every partition's simulation emits identically; with
 # several partitions they are kept once (from partition 0). Steps that carry records are per partition.
 # steps of the consumers and the admin client (engine/consumers.py), not of one partition's replicas
@@ -268,4 +297,13 @@ BROKER_LEVEL_KINDS = frozenset(
 
 # Steps about the whole topic, told once by partition 0's simulation: like the broker-level ones
 # they carry no partition in a several-partition run
-TOPIC_KINDS = frozenset({"admin_create_partitions", "producer_metadata_refresh"})
+TOPIC_KINDS = frozenset(
+    {
+        "admin_create_partitions",
+        "producer_metadata_refresh",
+        # a producer process's life: about every partition it writes to
+        "producer_crash",
+        "producer_close",
+        "producer_restart",
+    }
+)

@@ -41,6 +41,7 @@ _OMM = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/Offse
 _CG = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classic/ClassicGroup.java"
 _BIP = "clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java"
 _META = "clients/src/main/java/org/apache/kafka/clients/Metadata.java"
+_KP = "clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java"
 
 
 @dataclass(frozen=True, slots=True)
@@ -578,6 +579,30 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "the producer refreshes its metadata (every metadata.max.age.ms, or at once for a partition it "
         "does not know) and sees the topic's new partition count: keys now hash over it",
+    ),
+    # producer processes (contract part 2: crash, shutdown, restart with `producer`)
+    "producer_crash": StepKind(
+        "operator",
+        "(process crash)",
+        "",
+        "",
+        "the producer process dies: what it had not heard back about is gone with it, though a request "
+        "already on the wire may still be written",
+    ),
+    "producer_close": StepKind(
+        "producer",
+        "KafkaProducer.close",
+        _KP,
+        "",
+        "close() waits until every batch handed to send() is answered or has failed, then the process ends",
+    ),
+    "producer_restart": StepKind(
+        "operator",
+        "(process start)",
+        "",
+        "",
+        "a new producer process: with idempotence a new producer id from InitProducerId, epoch 0 and "
+        "sequences from 0, so brokers cannot match its resends with the old process's writes",
     ),
     "admin_create_partitions": StepKind(
         "operator",

@@ -21,7 +21,6 @@ from ..state import (
 
 
 class LeaderRole:
-
     # ---------------------------------------------------------------------------------------
     # leader: the produce path (kafka-semantics.md §2)
 
@@ -86,7 +85,7 @@ class LeaderRole:
             return
         existing = br.batch_offsets.get(idx) if batch.idempotent else None
         if existing is None and batch.idempotent:
-            state = self._last_sequence(br)
+            state = self._last_sequence(br, batch.session.pid)
             if state is not None:
                 epoch, last = state
                 if batch.pepoch == epoch and batch.seq != last + 1:
@@ -162,18 +161,20 @@ class LeaderRole:
                 f"(now {br.hw}; ISR {_fmt_set(br.maximal)})",
                 broker=bid,
             )
-        self.at(self.now + self.cfg.request_timeout_ms, self._expire_produce, bid, br.inc, idx, attempt_id)
+        timeout = batch.session.config.request_timeout_ms  # the request's own timeout field
+        self.at(self.now + timeout, self._expire_produce, bid, br.inc, idx, attempt_id)
 
-    def _last_sequence(self, br: Broker) -> tuple[int, int] | None:
-        """The producer state a replica rebuilds from its log (ProducerStateManager): the epoch and
-        sequence of its last record from an idempotent batch, or None when it has none (then, since
-        KIP-360, any first sequence is accepted: ProducerAppendInfo 112-143)."""
+    def _last_sequence(self, br: Broker, pid: int) -> tuple[int, int] | None:
+        """The producer state a replica rebuilds from its log (ProducerStateManager, one entry per
+        producer id): the epoch and sequence of its last record from producer `pid`, or None when
+        it has none (then, since KIP-360, any first sequence is accepted: ProducerAppendInfo
+        112-143)."""
         log = br.log
         for off in range(len(log) - 1, -1, -1):
             bidx = log[off][2]
             if bidx >= 0:
                 b = self.batches[bidx]
-                if b.seq >= 0:
+                if b.seq >= 0 and b.session.pid == pid:
                     return b.pepoch, b.seq + off - br.batch_offsets[bidx][0]
         return None
 

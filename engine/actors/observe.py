@@ -14,12 +14,10 @@ from ..state import (
     MLOG_IN_SNAPSHOT,
     NEVER,
     NO_LEADER,
-    PRODUCER_ID,
 )
 
 
 class ObserveRole:
-
     def shift_clocks(self, delta: int) -> None:
         """Move the times a quiet partition compares its housekeeping with by `delta` (see
         Clock.skip_idle): last heartbeats, followers' last fetches, parked fetches."""
@@ -210,7 +208,7 @@ class ObserveRole:
                     "key": batch.key if batch is not None else None,
                     "record": record,
                     "timestamp_ms": batch.timestamp if batch is not None else None,
-                    "producer_id": PRODUCER_ID if batch is not None and batch.seq >= 0 else -1,
+                    "producer_id": batch.session.pid if batch is not None and batch.seq >= 0 else -1,
                     "producer_epoch": batch.pepoch if batch is not None and batch.seq >= 0 else -1,
                     "sequence": batch.seq + off - leader.batch_offsets[bidx][0]  # type: ignore[union-attr]
                     if batch is not None and batch.seq >= 0
@@ -314,9 +312,9 @@ class ObserveRole:
             )
             if self.part2:  # the contract's part-2 fields of a produce
                 produce[-1].update(
-                    producer=self.cfg.producers[0].id if self.cfg.producers else "producer",
+                    producer=b.session.id,
                     partition=self.partition,
-                    producer_id=PRODUCER_ID if b.seq >= 0 else -1,
+                    producer_id=b.session.pid if b.seq >= 0 else -1,
                     producer_epoch=b.pepoch if b.seq >= 0 else -1,
                 )
             if b.outcome == "acked":

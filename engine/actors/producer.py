@@ -9,31 +9,38 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..clients_spec import DEFAULT_PRODUCER_ID
 from ..segments import batch_size_bytes
 from ..state import (
+    FIRST_PRODUCER_ID,
     NETWORK_DELAY_MS,
     NO_LEADER,
     REFRESH_METADATA,
     RETRIABLE,
     Batch,
+    ProducerSession,
     _fmt_offsets,
     _fmt_records,
 )
 
 
 class ProducerRole:
-
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
 
-    def produce(self, action: Any, index: int) -> None:
+    def produce(self, action: Any, index: int, session: ProducerSession | None = None) -> None:
+        """One produce action: a batch from `session` (the run's producer process that sends it;
+        None for a partition driven on its own, which has one producer)."""
+        if session is None:
+            session = self._own_producer()
+        pc = session.config
         if action.records is not None:
             records = list(action.records)
         else:
             base = sum(len(b.records) for b in self.batches)
             records = [f"m{base + i}" for i in range(action.count)]
         if action.acks is None:
-            acks: int | str = self.cfg.acks
+            acks: int | str = pc.acks
         elif action.acks == "all":
             acks = -1
         elif action.acks == "min.insync.replicas":
@@ -41,11 +48,9 @@ class ProducerRole:
         else:
             acks = action.acks
         shown: Any = "all" if acks == -1 else ("min.insync.replicas" if acks == "min_isr" else acks)
-        b = Batch(index, records, acks, shown, self.cfg.idempotent and acks == -1)
+        b = Batch(index, records, acks, shown, pc.enable_idempotence and acks == -1, session)
         if b.idempotent:  # the producer numbers each partition's records from 0 (one per record)
-            b.seq = self.next_seq
-            b.pepoch = self.producer_epoch
-            self.next_seq += len(records)
+            b.pepoch, b.seq = self._next_sequence(session, len(records))
         b.key = action.key
         b.timestamp = self.now if action.timestamp_ms is None else action.timestamp_ms
         b.nbytes = action.bytes_
@@ -53,10 +58,63 @@ class ProducerRole:
             key = None if b.key is None else b.key.encode()
             b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
         b.first_send = self.now
-        b.deadline = self.now + self.cfg.delivery_timeout_ms
+        b.deadline = self.now + pc.delivery_timeout_ms
         self.batches.append(b)
+        self.senders.add(session)
         self.pending_batches += 1
         self._producer_send(b.index)
+
+    def _own_producer(self) -> ProducerSession:
+        """The one producer of a partition simulation driven without engine/cluster.py."""
+        if self._own_session is None:
+            self._own_session = ProducerSession(self.cfg.producers[0], FIRST_PRODUCER_ID, 0)
+        return self._own_session
+
+    def _next_sequence(self, session: ProducerSession, n: int) -> tuple[int, int]:
+        """The epoch and first sequence of a new idempotent batch of `session` here. After the
+        session bumped its epoch (for another partition's gap), this partition keeps numbering
+        under the old epoch until none of its old-epoch batches is unanswered, then starts at 0
+        under the new one (TransactionManager.maybeUpdateProducerIdAndEpoch)."""
+        st = self.sequences.get(session)
+        if st is None:
+            st = self.sequences[session] = [session.epoch, 0]
+        elif st[0] != session.epoch and self._unanswered(session, len(self.batches)) is None:
+            st[0], st[1] = session.epoch, 0
+        epoch, seq = st
+        st[1] += n
+        return epoch, seq
+
+    def _unanswered(self, session: ProducerSession, before: int) -> Batch | None:
+        """The latest idempotent batch of `session` before index `before` still without an answer."""
+        for i in range(before - 1, -1, -1):
+            e = self.batches[i]
+            if e.session is session and e.idempotent and e.outcome is None:
+                return e
+        return None
+
+    def unanswered_of(self, session: ProducerSession) -> int:
+        """How many of `session`'s batches here have no outcome yet."""
+        if not self.pending_batches:
+            return 0
+        return sum(1 for b in self.batches if b.session is session and b.outcome is None)
+
+    def producer_crash(self, session: ProducerSession) -> tuple[int, int]:
+        """`session`'s process dies: its batches here without an outcome end with it, as
+        "crashed" (the application never learns what became of them). A request already on the
+        wire still reaches the leader, which may append it; its answer finds nobody. Returns how
+        many batches were on the wire and how many still in the producer's memory."""
+        on_wire = queued = 0
+        for b in self.batches:
+            if b.session is session and b.outcome is None:
+                if b.state == "awaiting_response":
+                    on_wire += 1
+                else:
+                    queued += 1
+                self.pending_batches -= 1
+                b.outcome = "crashed"
+                b.done_ms = self.now
+                self._set_state(b, "crashed")
+        return on_wire, queued
 
     def _set_state(self, b: Batch, state: str) -> None:
         b.state = state
@@ -70,18 +128,16 @@ class ProducerRole:
         batch goes back to the front of the partition's queue (RecordAccumulator.reenqueue, in
         sequence order with idempotence) and the drain takes only the queue's first batch, skipping
         the partition while that one backs off or has no leader, so no later batch overtakes it."""
-        earlier = [i for i in self.unsendable if i < idx]
-        if earlier:
-            return self.batches[min(earlier)]
         b = self.batches[idx]
+        batches = self.batches
+        earlier = [i for i in self.unsendable if i < idx and batches[i].session is b.session]
+        if earlier:
+            return batches[min(earlier)]
         if b.idempotent and b.attempts:
             # RecordAccumulator 569-594, 858-862: a retried batch that already has its sequence goes
             # out only as the partition's first unacknowledged one, so an earlier batch still in
             # flight goes first
-            for i in range(idx - 1, -1, -1):
-                e = self.batches[i]
-                if e.idempotent and e.outcome is None:
-                    return e
+            return self._unanswered(b.session, idx)
         return None
 
     def _release_held(self) -> None:
@@ -120,8 +176,8 @@ class ProducerRole:
                 why = "is in flight" if held_by.state == "awaiting_response" else "waits to be sent again"
                 self.step(
                     "producer_hold",
-                    "producer",
-                    f"Batch {_fmt_records(b.records)} waits in the producer's queue behind "
+                    b.session.id,
+                    f"Batch {_fmt_records(b.records)} waits in {_the(b)}'s queue behind "
                     f"{_fmt_records(held_by.records)}, which {why}: a partition's batches leave in order",
                     produce=idx,
                 )
@@ -136,9 +192,9 @@ class ProducerRole:
                 self._set_state(b, "waiting_for_leader")
                 self.step(
                     "producer_retry",
-                    "producer",
-                    f"The producer knows no leader for the partition; batch {_fmt_records(b.records)} waits "
-                    "for metadata",
+                    b.session.id,
+                    f"{_the(b, True)} knows no leader for the partition; batch "
+                    f"{_fmt_records(b.records)} waits for metadata",
                     produce=idx,
                 )
             self._producer_wait(b)
@@ -170,14 +226,14 @@ class ProducerRole:
         else:
             self.step(
                 "producer_send",
-                "producer",
-                f"Producer sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
+                b.session.id,
+                f"{_name(b)} sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
                 produce=idx,
                 broker=leader,
                 records=b.records,
             )
         if b.acks != 0:
-            timeout = self.cfg.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
+            timeout = b.session.config.request_timeout_ms + 2 * NETWORK_DELAY_MS + 1
             if self.now + timeout > b.deadline:
                 # Sender.getExpiredInflightBatches: a batch in flight at its delivery deadline is
                 # failed then, whatever answer comes later
@@ -195,21 +251,18 @@ class ProducerRole:
 
     def _producer_wait(self, b: Batch) -> None:
         """No reachable leader: wait for metadata without spending a retry, until the delivery timeout."""
-        backoff = self.cfg.retry_backoff_max_ms
+        backoff = b.session.config.retry_backoff_max_ms
         if self.now + backoff > b.deadline:
             self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", "delivery.timeout.ms has passed")
             return
         self.at(self.now + backoff, self._producer_send, b.index)
 
     def _producer_backoff(self, b: Batch, error: str, quiet: bool = False) -> None:
-        backoff = min(
-            self.cfg.retry_backoff_ms * (2 ** min(b.retries_used, 10)), self.cfg.retry_backoff_max_ms
-        )
-        if b.retries_used >= self.cfg.retries or self.now + backoff > b.deadline:
+        pc = b.session.config
+        backoff = min(pc.retry_backoff_ms * (2 ** min(b.retries_used, 10)), pc.retry_backoff_max_ms)
+        if b.retries_used >= pc.retries or self.now + backoff > b.deadline:
             why = (
-                "retries are exhausted"
-                if b.retries_used >= self.cfg.retries
-                else "delivery.timeout.ms has passed"
+                "retries are exhausted" if b.retries_used >= pc.retries else "delivery.timeout.ms has passed"
             )
             self._producer_fail(b, error, why)
             return
@@ -218,8 +271,8 @@ class ProducerRole:
             self._set_state(b, "backoff")
             self.step(
                 "producer_retry",
-                "producer",
-                f"{error} is retriable: the producer will resend {_fmt_records(b.records)} in {backoff} ms",
+                b.session.id,
+                f"{error} is retriable: {_the(b)} will resend {_fmt_records(b.records)} in {backoff} ms",
                 produce=b.index,
             )
         self.at(self.now + backoff, self._producer_send, b.index)
@@ -240,8 +293,8 @@ class ProducerRole:
         self._set_state(b, "failed")
         self.step(
             "producer_give_up",
-            "producer",
-            f"The producer gives up on {_fmt_records(b.records)}: {error} ({why})",
+            b.session.id,
+            f"{_the(b, True)} gives up on {_fmt_records(b.records)}: {error} ({why})",
             produce=b.index,
         )
         self._release_held()
@@ -254,15 +307,13 @@ class ProducerRole:
             return  # acks=0: the client never learns
         self.step(
             "producer_receive",
-            "producer",
-            f"Producer gets {error} for {_fmt_records(b.records)}",
+            b.session.id,
+            f"{_name(b)} gets {error} for {_fmt_records(b.records)}",
             produce=idx,
             error=error,
         )
         b.error = error
-        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and not any(
-            e.idempotent and e.outcome is None for e in self.batches[: b.index]
-        ):
+        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._unanswered(b.session, b.index) is None:
             self._bump_producer_epoch(b)
         if error in REFRESH_METADATA:
             self._producer_refresh()
@@ -290,8 +341,8 @@ class ProducerRole:
         assert offsets is not None
         self.step(
             "producer_receive",
-            "producer",
-            f"Producer: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
+            b.session.id,
+            f"{_name(b)}: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
             produce=idx,
             offsets=offsets,
         )
@@ -301,18 +352,34 @@ class ProducerRole:
     def _bump_producer_epoch(self, b: Batch) -> None:
         """KIP-360 (TransactionManager 549-560, 749-781): the broker reports a gap no earlier batch
         can fill, so an idempotent producer bumps its own epoch, with no round trip, and numbers
-        this partition's unacknowledged batches again from sequence 0."""
-        self.producer_epoch += 1
-        self.next_seq = 0
+        this partition's unacknowledged batches again from sequence 0 (its other partitions follow
+        once their old-epoch batches are answered: `_next_sequence`)."""
+        session = b.session
+        session.epoch += 1
+        st = self.sequences[session] = [session.epoch, 0]
         for e in self.batches[b.index :]:
-            if e.idempotent and e.outcome is None:
-                e.seq = self.next_seq
-                e.pepoch = self.producer_epoch
-                self.next_seq += len(e.records)
+            if e.session is session and e.idempotent and e.outcome is None:
+                e.seq = st[1]
+                e.pepoch = session.epoch
+                st[1] += len(e.records)
         self.step(
             "producer_bump_epoch",
-            "producer",
+            session.id,
             f"The gap before {_fmt_records(b.records)} cannot be filled (no earlier batch is unanswered): "
-            f"the producer bumps its epoch to {self.producer_epoch} and numbers its batches from 0 again",
+            f"{_the(b)} bumps its epoch to {session.epoch} and numbers its batches from 0 again",
             produce=b.index,
         )
+
+
+def _name(b: Batch) -> str:
+    """How a step names the producer that sent `b`: "Producer", or "Producer app1" when the
+    scenario has named its producers."""
+    pid = b.session.id
+    return "Producer" if pid == DEFAULT_PRODUCER_ID else f"Producer {pid}"
+
+
+def _the(b: Batch, capital: bool = False) -> str:
+    pid = b.session.id
+    if pid == DEFAULT_PRODUCER_ID:
+        return "The producer" if capital else "the producer"
+    return f"Producer {pid}" if capital else f"producer {pid}"

@@ -945,7 +945,6 @@ def test_C1_keyed_records_on_three_partitions():
     assert rows(received(r, "c1")) == [(0, "c1")]
 
 
-@NOT_YET("several producers and producer restarts are not simulated yet (add_partitions is)")
 def test_C2_growing_from_3_to_4_partitions():
     """§F.C C2 (§C.4): nothing moves when partitions are added; a producer re-routes a key only
     after its own metadata refresh (metadata.max.age.ms = 5 min), so for a while two producers split

@@ -25,6 +25,7 @@ from engine.partitioner import keyed_partition
 from engine.producers import BATCH_SIZE, ProducerProc
 from engine.scenario import parse, resolve
 from engine.segments import batch_size_bytes
+from engine.state import ProducerSession
 
 # §F.C C1/C2 and the §C.2 table: each key's partition with 3 and with 4 partitions
 C2_KEYS = {"alice": (0, 1), "bob": (0, 2), "carol": (2, 2), "key-1": (0, 0), "key-0": (1, 1)}
@@ -399,10 +400,11 @@ def test_round_robin_before_2_4_sends_one_record_per_partition_in_turn():
 def test_kip480_sticky_generation_moves_on_every_new_batch():
     """2.4-3.2 (no profile today): every produce here opens a batch, which moves the stickiness to
     another available partition (StickyPartitionCache.nextPartition), keyed batches included."""
-    sims = [SimpleNamespace(producer_leader=1, unsendable=set(), batches=[]) for _ in range(3)]
+    sims = [SimpleNamespace(producer_leader=1, unsendable=set(), batches=[], senders=set()) for _ in range(3)]
     clock = SimpleNamespace(now=0, q=[], tick=iter(range(1, 100)).__next__)
     pc = ProducerConfig("app", -1, True, 1)
-    proc = ProducerProc(pc, sims=sims, clock=clock, seed=1, generation="sticky", topic="t")  # type: ignore[arg-type]
+    session = ProducerSession(pc, 1000, 0)
+    proc = ProducerProc(pc, session, sims=sims, clock=clock, seed=1, generation="sticky", topic="t")  # type: ignore[arg-type]
     picks = [proc.choose(SimpleNamespace(partition=None, key=None)) for _ in range(10)]
     assert all(a != b for a, b in zip(picks, picks[1:], strict=False)), picks
     assert proc.choose(SimpleNamespace(partition=None, key="alice")) == 0
