@@ -1,4 +1,4 @@
-"""Random part-2 scenarios (consumers, segments, retention, keys, add_partitions) through the
+"""Random part-2 scenarios (consumers, producers, segments, retention, keys, add_partitions) through the
 engine: counts runs that raise anything but ScenarioError/BudgetExceeded (a 500 in the app) and the
 slowest run. Prints figures; asserts nothing (tests/engine has the rules).
 
@@ -21,8 +21,9 @@ from engine import BudgetExceeded, ScenarioError, simulate  # noqa: E402
 R = random.Random(0)
 
 
-def action(cons, nparts):
+def action(cons, prods, nparts):
     c = R.choice(cons) if cons else "c0"
+    pr = R.choice(prods)
     kinds = [
         "produce",
         "produce",
@@ -43,10 +44,15 @@ def action(cons, nparts):
         "crash_b",
         "restart_b",
         "add_partitions",
+        "crash_p",
+        "restart_p",
+        "shutdown_p",
     ]
     k = R.choice(kinds)
     if k == "produce":
         a = {"do": "produce", "records": [f"r{R.randrange(10**9)}" for _ in range(R.randint(1, 5))]}
+        if len(prods) > 1:
+            a["producer"] = pr
         if R.random() < 0.5:
             a["key"] = R.choice(["alice", "bob", "carol", "x", ""])
         if R.random() < 0.3:
@@ -87,6 +93,8 @@ def action(cons, nparts):
         return {"do": "stall", "consumer": c, "ms": R.choice([1, 1000, 50000])}
     if k in ("crash", "restart", "shutdown"):
         return {"do": k, "consumer": c}
+    if k in ("crash_p", "restart_p", "shutdown_p"):
+        return {"do": k[:-2], "producer": pr}
     if k == "delete_records":
         return {"do": "delete_records", "partition": R.randrange(nparts), "offset": R.choice([-1, 0, 3, 100])}
     if k == "crash_b":
@@ -116,10 +124,18 @@ def scenario() -> dict:
         topic["retention.ms"] = R.choice([-1, 1000, 3600000])
     if R.random() < 0.3:
         topic["retention.bytes"] = R.choice([-1, 100, 10000])
+    producers = [{"id": f"p{i}"} for i in range(R.randint(1, 3))]
+    for p in producers:
+        if R.random() < 0.3:
+            p["enable.idempotence"] = False
+        if R.random() < 0.3:
+            p["acks"] = R.choice([0, 1, "all"])
+    prods = [p["id"] for p in producers]
     return {
         "topic": topic,
+        "producers": producers,
         "consumers": consumers,
-        "actions": [action(cons, nparts) for _ in range(R.randint(1, 25))],
+        "actions": [action(cons, prods, nparts) for _ in range(R.randint(1, 25))],
     }
 
 
