@@ -918,7 +918,30 @@ ON_3 = {"alice": 0, "bob": 0, "carol": 2, "key-1": 0, "key-0": 1}
 ON_4 = {"alice": 1, "bob": 2, "carol": 2, "key-1": 0, "key-0": 1}
 
 
-@NOT_YET("groups of two members (rebalancing) are not simulated yet")
+def test_C1_keyed_records_on_three_partitions_read_by_whoever_owns_the_partition():
+    """§F.C C1 (§C.2 table) with the ownership given by hand (`assign`, no group: part 1 of the
+    client side): alice, bob and key-1 -> p0, key-0 -> p1, carol -> p2. Every bob record lands in
+    p0 and the consumer that owns p0 reads them in write order; the one that owns p2 sees only
+    carol. The group version (range assignment of two members) is the test below (issue 12)."""
+    writes = [("alice", "a1"), ("bob", "b1"), ("carol", "c1"), ("bob", "b2"), ("key-1", "k1"),
+              ("key-0", "k0"), ("bob", "b3")]  # fmt: skip
+    sc = story(
+        *[produce(v, key=k) for k, v in writes], settle(),
+        assign("c0", 0, 1), assign("c1", 2), poll("c0"), poll("c0"), poll("c1"),
+        partitions=3,
+        consumers=tuple(consumer(c, group=None, reset="earliest") for c in ("c0", "c1")),
+    )  # fmt: skip
+    r = run(sc)
+    assert produced_partitions(r) == [ON_3[k] for k, _ in writes]
+    assert log_rows(r, 0) == [(0, "a1"), (1, "b1"), (2, "b2"), (3, "k1"), (4, "b3")]
+    assert log_rows(r, 1) == [(0, "k0")] and log_rows(r, 2) == [(0, "c1")]
+    assert rows(received(r, "c0", 0)) == [(0, "a1"), (1, "b1"), (2, "b2"), (3, "k1"), (4, "b3")]
+    assert [x["record"] for x in received(r, "c0", 0) if x["record"].startswith("b")] == ["b1", "b2", "b3"]
+    assert rows(received(r, "c0", 1)) == [(0, "k0")]
+    assert rows(received(r, "c1")) == [(0, "c1")]
+
+
+@NOT_YET("groups of two members (rebalancing) are not simulated yet (issue 12)")
 def test_C1_keyed_records_on_three_partitions():
     """§F.C C1 (§C.2 table): alice -> p0, bob -> p0, carol -> p2, key-1 -> p0, key-0 -> p1. Every
     record with key bob goes to p0 and is read in write order by whoever owns p0: with two
