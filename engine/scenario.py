@@ -1093,7 +1093,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 bad(
                     f"{path}.producer" if a.producer is not None else path,
                     f"producer {sender.id!r} is not running ({down[sender.id]}); restart it before it "
-                    "sends again (send() after close() throws Kafka's IllegalStateException)",
+                    "sends again",
                 )
             if a.lose_response:
                 acks = _acks_number(a.acks) if a.acks is not None else sender.acks if sender else None
@@ -1137,8 +1137,13 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 if pc is not None and a.do == "restart":
                     down.pop(pc.id, None)
                 elif pc is not None:
-                    how = "it crashed" if a.do == "crash" else "it was shut down"
-                    down.setdefault(pc.id, f"{how} at {path}")
+                    how = (
+                        f"it crashed at {path}: a dead process sends nothing"
+                        if a.do == "crash"
+                        else f"it was shut down at {path}: send() after close() throws Kafka's "
+                        "IllegalStateException"
+                    )
+                    down.setdefault(pc.id, how)
             if a.do == "crash" and a.broker is None:
                 for flag in ("lose_unflushed", "lose_disk"):
                     if getattr(a, flag):

@@ -168,7 +168,7 @@ def test_a_producer_that_is_not_running_cannot_send():
         simulate(sc)
     (problem,) = e.value.problems
     assert problem["path"] == "actions[2].producer"
-    assert "not running (it was shut down at actions[1])" in problem["message"]
+    assert "not running (it was shut down at actions[1]: send() after close() throws" in problem["message"]
     sc["actions"].insert(2, {"do": "restart", "producer": "app1"})
     assert [p["outcome"] for p in simulate(sc)["produce"]] == ["acked", "acked"]
 
