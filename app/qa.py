@@ -181,6 +181,23 @@ SYNONYMS: dict[str, str] = {
     "back in sync": "back into the ISR rejoin", "rejoin": "back into the ISR",
     "majority": "quorum majority", "raft": "quorum majority raft",
     "cp": "CAP consistency", "ap": "CAP availability", "cap": "CAP consistency availability",
+    # the client side (scenes 01-03): how learners say it
+    "database": "database rebuild state table", "db": "database", "postgres": "database",
+    "how long": "retention kept", "keep data": "retention kept", "keeps data": "retention kept",
+    "old data": "retention deleted segment", "still there": "deleted segment retention",
+    "replay": "replay reprocess seek beginning", "re-read": "replay seek", "reread": "replay seek",
+    "bookmark": "committed offset stored position", "where is my place": "committed offset position",
+    "primary key": "unique id offset", "unique": "unique id", "id": "unique id",
+    "pushed": "push pull fetch", "push": "pull fetch",
+    "out of range": "OFFSET_OUT_OF_RANGE log start retention", "fell off": "log start retention",
+    "behind": "lag", "far behind": "consumer lag", "lagging": "lag",
+    "block": "asynchronous returns future", "blocks": "asynchronous returns future",
+    "blocking": "asynchronous returns future", "async": "asynchronous",
+    "skip": "skipped", "skipped": "skip", "missed": "skipped",
+    "consumer was down": "consumer away stopped retention",
+    "consumer down": "consumer away stopped retention",
+    "consumer was offline": "consumer away stopped retention",
+    "hot": "hot partition skew", "skewed": "skew hot partition", "traffic": "load hot partition",
 }
 _SYN_RE = re.compile(r"(?<![\w.=-])("
                      + "|".join(re.escape(k) for k in sorted(SYNONYMS, key=len, reverse=True))
@@ -195,10 +212,19 @@ def _vocabulary() -> frozenset[str]:
     return frozenset(words)
 
 
+@functools.cache
+def _vocabulary_stems() -> frozenset[str]:
+    return frozenset(_stem(w) for w in _vocabulary())
+
+
 @functools.lru_cache(maxsize=4096)
 def _spell(word: str) -> str:
-    """The answers' own word closest to an unknown word ("hight" -> "high"), or the word itself."""
-    if len(word) < 4 or not word.isalpha() or word in _vocabulary() or word in _STOP:
+    """The answers' own word closest to an unknown word ("hight" -> "high"), or the word itself.
+    A word the answers have in another form ("pushed" for "push") or that the synonym table knows
+    ("block") is left alone: a near spelling of it is usually another word ("used", "clock")."""
+    if len(word) < 4 or not word.isalpha() or word in _vocabulary() or word in _STOP or word in SYNONYMS:
+        return word
+    if _stem(_IRREGULAR.get(word, word)) in _vocabulary_stems():
         return word
     close = difflib.get_close_matches(word, _vocabulary(), n=1, cutoff=0.8)
     return close[0] if close else word
