@@ -14,12 +14,17 @@ the run:
     skip_records           a group is past a record that is still in the log and that no member
                            of the group processed: the group's committed offset, or a running
                            member's position, lies beyond it. A record poll() returned counts as
-                           processed unless its consumer crashed before its next poll() or close()
+                           processed unless its consumer crashed before its next poll() or close().
+                           Its second part is met too: a member's poll() threw
+                           OFFSET_OUT_OF_RANGE (auto.offset.reset=none), so nothing was skipped
+                           silently
     hot_partition          on a topic of at least HOT_MIN_PARTITIONS partitions, with at least
                            HOT_MIN_RECORDS records placed by their key, one partition holds at
                            least twice an even share of them, and one key makes up more than half
-                           of that partition's (a skewed key, not keys colliding)
-
+                           of that partition's (a skewed key, not keys colliding). Its second
+                           part is met too: with partitioner.ignore.keys the sticky partitioner
+                           put every keyless-treated record on one partition, batch.size not
+                           reached
 Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
 (consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
 """
@@ -30,6 +35,9 @@ import itertools
 from typing import Any
 
 from app import logdiagram
+from engine.producers import BATCH_SIZE
+
+OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 
 
 def _appends(steps: list[dict[str, Any]]) -> dict[tuple[int, int], tuple[int, str]]:
@@ -216,6 +224,11 @@ def skip_records(timeline: Any) -> tuple[bool, str]:
                 names = _names([str(e.get("record")) for e in skipped])
                 return True, (f"group {gid} is past {names} (P{p} {span}), still in the log, which no member "
                               f"of {gid} processed: {why}, and nothing told the application.")
+    thrown = [s for s in steps if s.get("kind") == "consumer_error" and s.get("error") == OUT_OF_RANGE]
+    if thrown:
+        cid = str(thrown[-1].get("consumer"))
+        return True, (f"second part: {cid}'s poll() threw {OUT_OF_RANGE} (auto.offset.reset=none). Nothing "
+                      "was skipped silently: the application is told, and must seek somewhere itself.")
     dropped = [(cid, r) for cid, rows in sorted(lost.items()) for r in rows]
     if dropped:
         cid = dropped[0][0]
@@ -229,6 +242,24 @@ def skip_records(timeline: Any) -> tuple[bool, str]:
                    "in the log.")
 
 
+def _sticky_one_partition(timeline: Any) -> tuple[bool, str]:
+    """hot_partition's second part: keys ignored, yet the records still share one partition."""
+    views = logdiagram.partition_views(timeline.view)
+    states = [logdiagram.partition_state(s, i) for i, s in enumerate(views)]
+    used = {st["number"]: len([e for e in st["log"] if int(e["offset"]) >= st["log_start"]])
+            for st in states if not st.get("absent")}
+    holding = {p: n for p, n in used.items() if n}
+    if len(holding) == 1:
+        ((p, n),) = holding.items()
+        return True, (f"second part: partitioner.ignore.keys is true, and all {n} records still went to "
+                      f"P{p}. The sticky partitioner stays on a partition until at least batch.size "
+                      f"({BATCH_SIZE} bytes) has gone there, so a few small records share one partition: "
+                      "ignoring keys spreads load only over many batches.")
+    spread = ", ".join(f"P{p} {n}" for p, n in sorted(holding.items())) or "none yet"
+    return False, (f"partitioner.ignore.keys is true, so keys chose no partition: the sticky partitioner "
+                   f"placed the records ({spread}), and a hot partition now says nothing about a key.")
+
+
 HOT_MIN_PARTITIONS = 6
 HOT_MIN_RECORDS = 6
 
@@ -236,8 +267,7 @@ HOT_MIN_RECORDS = 6
 def hot_partition(timeline: Any) -> tuple[bool, str]:
     scenario = timeline.scenario
     if (scenario.get("producer") or {}).get("partitioner.ignore.keys"):
-        return False, ("partitioner.ignore.keys is true, so keys chose no partition here: the sticky "
-                       "partitioner placed every record, and a hot partition now says nothing about a key.")
+        return _sticky_one_partition(timeline)
     named = {str(r) for a in scenario.get("actions", [])
              if a.get("do") == "produce" and a.get("partition") is not None for r in a.get("records") or []}
     states = [st for st in (logdiagram.partition_state(s, i)

@@ -164,8 +164,9 @@ def test_the_challenge_is_one_knob_away_in_two_beats(s02a):
     # a crash that loses work is a repeat while the bookmark is behind it
     met, said = judge(s02a, "read-is-not-commit")
     assert not met and "crashed holding d, e" in said and "a repeat, not a skip" in said
-    # none turns the skip into an error: nothing is skipped
-    assert not judge(s02a, "fell-off-the-log", {"auto.offset.reset": "none"})[0]
+    # none turns the skip into an error: nothing is skipped, and that is the challenge's second part
+    met, said = judge(s02a, "fell-off-the-log", {"auto.offset.reset": "none"})
+    assert met and said.startswith("second part: c0's poll() threw OFFSET_OUT_OF_RANGE")
     # judged at the current step: before the second poll nothing is skipped yet
     r = replay(s02a, "fell-off-the-log", {"auto.offset.reset": "latest"})
     reset = [int(s["i"]) for s in r["steps"] if s["kind"] == "consumer_reset_offset"][-1]
