@@ -197,6 +197,8 @@ SYNONYMS: dict[str, str] = {
     "consumer was down": "consumer away stopped retention",
     "consumer down": "consumer away stopped retention",
     "consumer was offline": "consumer away stopped retention",
+    "existing data": "existing records stay move", "rebalance existing": "existing records stay move",
+    "consumed": "reading remove read", "after reading": "reading remove", "once read": "reading remove",
     "hot": "hot partition skew", "skewed": "skew hot partition", "traffic": "load hot partition",
 }
 _SYN_RE = re.compile(r"(?<![\w.=-])("
