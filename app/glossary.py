@@ -4,7 +4,7 @@
     linker(prefix) -> callable(text) -> list[segment]            the same with one `seen` per area
     glossary_page() -> dict                                      context for /glossary
 
-A segment is `{"code": bool, "text": str}` as `presenters.inline` makes them (backticks mark code),
+A segment is `{"code": bool, "text": str}` as `prose.inline` makes them (backticks mark code),
 plus `"term"` on a mention: `{"id", "title", "definition", "url", "tip_id"}`. `_term.html` draws a
 mention as a button whose popover (the HTML `popover` attribute: opened by a click, a tap, Enter
 or Space, and closed by Escape or a click elsewhere) holds the definition; CSS also shows the same
@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from app.prose import inline
 from scenes.glossary import Term, glossary
 
 GLOSSARY_PATH = "/glossary"
@@ -128,11 +129,11 @@ def _link_plain(text: str, seen: set[str], prefix: str) -> list[dict[str, Any]]:
 
 def link_segments(segments: list[dict[str, Any]], seen: set[str] | None = None,
                   prefix: str = "t") -> list[dict[str, Any]]:
-    """`presenters.inline` segments with the first mention of each glossary term marked."""
+    """`prose.inline` segments with the first mention of each glossary term marked."""
     seen = set() if seen is None else seen
     out: list[dict[str, Any]] = []
     for seg in segments:
-        if seg.get("term"):
+        if seg.get("term") or seg.get("href") or seg.get("coming"):
             out.append(seg)
         elif seg.get("code"):
             key = seg["text"].split("=")[0].strip()  # `min.insync.replicas=2` names the setting
@@ -147,20 +148,11 @@ def link_segments(segments: list[dict[str, Any]], seen: set[str] | None = None,
     return out
 
 
-def _inline(text: str) -> list[dict[str, Any]]:
-    # the same rule as presenters.inline (backticks mark code), kept here so this module does
-    # not import the presenters
-    parts = str(text).split("`")
-    if len(parts) % 2 == 0:
-        return [{"code": False, "text": str(text)}]
-    return [{"code": i % 2 == 1, "text": part} for i, part in enumerate(parts) if part]
-
-
 def link_terms(text: str, seen: set[str] | None = None, prefix: str = "t") -> list[dict[str, Any]]:
     """Prose (with `code` in backticks) -> segments for _text.html, the first mention of each
     glossary term marked. Pass one `seen` set for a whole area (a beat's narration) so a term is
     linked once there; `prefix` keeps the popovers' ids unique on the page (one per area)."""
-    return link_segments(_inline(text), seen, prefix)
+    return link_segments(inline(text), seen, prefix)
 
 
 def linker(prefix: str) -> Callable[[str], list[dict[str, Any]]]:

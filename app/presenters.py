@@ -22,6 +22,7 @@ import scenes
 from app import challenges, frames, ledger, logdiagram, urls
 from app import diagram as dg
 from app.glossary import link_segments
+from app.prose import inline
 from app.simulation import Timeline
 from app.sources import link_citations
 from app.state import INJECT_VERBS, QUIET, InjectedAction, SceneState, format_value, knob_choices
@@ -29,14 +30,6 @@ from engine.steps import STEP_KINDS
 from engine.steps import step_kind as engine_step_kind
 
 TOP_MAX_INFLIGHT_LINES = 3
-
-
-def inline(text: str) -> list[dict[str, Any]]:
-    """Split prose on `backticks` into text and code segments (the scene data uses them)."""
-    parts = str(text).split("`")
-    if len(parts) % 2 == 0:  # an unmatched backtick: keep the text as it is
-        return [{"code": False, "text": str(text)}]
-    return [{"code": i % 2 == 1, "text": part} for i, part in enumerate(parts) if part]
 
 
 def _ids(values: Any) -> list[int]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.presenters import inline
+from app.prose import inline
 from app.simulation import Timeline
 from app.sources import citation_url
 from app.state import SceneState
