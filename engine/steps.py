@@ -485,7 +485,8 @@ STEP_KINDS: dict[str, StepKind] = {
         "SubscriptionState.resetInitializingPositions",
         _SS,
         "781-794",
-        "no usable offset: auto.offset.reset decides the position (earliest: log start, latest: HW)",
+        "no usable offset: auto.offset.reset decides the position (earliest: log start, latest: HW, "
+        "by_duration:D: the first offset with a timestamp at or after now minus D, if any)",
     ),
     "consumer_out_of_range": StepKind(
         "consumer",
