@@ -166,12 +166,23 @@ class Clients:
         c = self.consumers[cid]
         entry: dict[str, Any] = {"consumer": cid, "records": [], "error": None}
         self.polls.append(entry)
-        self._poll(c, entry, max_records, self.clock.now + timeout_ms)
+        self._poll(c, entry, max_records, self.clock.now + timeout_ms, explicit=True)
 
-    def _poll(self, c: ConsumerProc, entry: dict[str, Any], max_records: int | None, deadline: int) -> None:
+    def _poll(
+        self,
+        c: ConsumerProc,
+        entry: dict[str, Any],
+        max_records: int | None,
+        deadline: int,
+        *,
+        explicit: bool = False,
+    ) -> None:
         """One KafkaConsumer.poll(): membership, positions, auto-commit, then a fetch that waits
-        (the cluster running) until records arrive or the deadline passes."""
+        (the cluster running) until records arrive or the deadline passes. A `poll` action that
+        returns nothing says so in one step, with the reason (`explicit`); a poll loop's tick that
+        finds nothing stays silent, or idle loops would flood the steps."""
         cid = c.id
+        started = self.clock.now
         if not c.alive or c.mode is None:
             entry["error"] = "IllegalStateException"
             why = "is not running" if not c.alive else "has neither subscribed nor assigned partitions"
@@ -184,6 +195,8 @@ class Clients:
                 return
             if not self._join(c, deadline):
                 self.run_to(deadline)
+                if explicit:
+                    self._empty_poll(c, started)
                 return
         if any(self._initializing(c, p) for p in c.assigned):
             error = self._init_positions(c)
@@ -211,6 +224,8 @@ class Clients:
                 wait_until = min(deadline, now + FETCH_MAX_WAIT_MS, *retry)
                 self.run_to(wait_until, stop=lambda c=c: self._has_data(c))
             if self.clock.now >= deadline:
+                if explicit:
+                    self._empty_poll(c, started)
                 return
 
     def commit(self, cid: str, offsets: dict[str, int] | None, is_async: bool) -> None:
@@ -580,6 +595,61 @@ class Clients:
             if view is not None and p in c.position and view[1] > c.position[p]:
                 return True
         return False
+
+    def _empty_poll(self, c: ConsumerProc, started: int) -> None:
+        """One step for a `poll` action that returns no records, with why, from the state now."""
+        self.step(
+            "consumer_poll_empty",
+            c.id,
+            f"{c.id}.poll() returns no records after {self.clock.now - started} ms: {self._why_empty(c)}",
+            consumer=c.id,
+        )
+
+    def _why_empty(self, c: ConsumerProc) -> str:
+        if c.mode == "subscribe" and c.member_id is None:
+            g = c.group
+            if self.coordinator_broker(g) is None:  # type: ignore[arg-type]
+                return f"it cannot join group {g!r}: no running broker can coordinate it"
+            group = self.coordinator.groups.get(g)  # type: ignore[arg-type]
+            if group is not None and group.members:
+                wait = "the coordinator still waits for a crashed member's session to time out"
+            else:
+                wait = (
+                    f"a new group waits group.initial.rebalance.delay.ms ({self.initial_delay_ms} ms) "
+                    "for more members"
+                )
+            at = f", at {c.join_ready_ms} ms" if c.join_ready_ms is not None else ""
+            return f"it is still joining group {g!r} and has no partitions yet ({wait}{at})"
+        if not c.assigned:
+            return "no partitions are assigned to it"
+        caught_up: list[str] = []
+        others: list[str] = []
+        for p in c.assigned:
+            view = self.read_view(p)
+            if p in c.awaiting_reset:
+                others.append(
+                    f"P{p} has no position: auto.offset.reset={c.spec.auto_offset_reset} found no record "
+                    "that recent below the high watermark"
+                )
+            elif p not in c.position:
+                others.append(f"P{p} has no position yet: it had no leader to ask")
+            elif view is None:
+                others.append(f"P{p} has no leader to fetch from")
+            else:
+                _start, hw, leo, _log = view
+                pos = c.position[p]
+                if pos < hw:
+                    others.append(f"P{p}'s records from {pos} became readable only as the timeout ran out")
+                elif leo > hw:
+                    others.append(
+                        f"P{p} is caught up at the high watermark {hw}; offsets {hw}-{leo - 1} are "
+                        "written but not yet on every in-sync replica, so not readable"
+                    )
+                else:
+                    caught_up.append(f"P{p} at {hw}")
+        if caught_up:
+            others.insert(0, f"caught up at the high watermark ({', '.join(caught_up)}): nothing new to read")
+        return "; ".join(others)
 
     def _deliver(self, c: ConsumerProc, got: list[tuple[int, int, Any]], entry: dict[str, Any]) -> None:
         shown = []

@@ -502,6 +502,14 @@ STEP_KINDS: dict[str, StepKind] = {
         "",
         "poll() returns records to the application; the position moves past them",
     ),
+    "consumer_poll_empty": StepKind(
+        "consumer",
+        "KafkaConsumer.poll",
+        _KC,
+        "",
+        "a poll() the application made returns no records once its timeout passes: caught up at the "
+        "high watermark, no position yet, or still joining its group",
+    ),
     "consumer_auto_commit": StepKind(
         "consumer",
         "ConsumerCoordinator.maybeAutoCommitOffsetsAsync",

@@ -728,6 +728,8 @@ def test_A7_by_duration_later_than_every_record_leaves_no_position_until_a_recor
     assert position(missed, "late") == {}, "A7: T = 10:10:30 -> -1: no position, not the LEO"
     miss = [s for s in missed["steps"] if s["kind"] == "consumer_reset_offset"]
     assert len(miss) == 1 and miss[0]["offset"] is None and "asks again" in miss[0]["text"]
+    (empty,) = [s for s in missed["steps"] if s["kind"] == "consumer_poll_empty"]
+    assert "P0 has no position" in empty["text"]
 
     too_soon = upto(sc, "too_soon")
     assert polls_of(too_soon, "late")[1]["records"] == [] and position(too_soon, "late") == {}
