@@ -12,6 +12,7 @@ Field names are Kafka's config keys with dots as underscores (`session.timeout.m
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .offsets import DAY_MS, OFFSETS_TOPIC_PARTITIONS
@@ -51,6 +52,80 @@ def assignor_short_name(name: str) -> str | None:
     if name in ASSIGNOR_CLASSES:
         return name
     return _BY_CLASS.get(name)
+
+
+# auto.offset.reset's values. `by_duration:<duration>` is Kafka 4.0's (KIP-1106, KAFKA-18013):
+# AutoOffsetResetStrategy.fromString (clients/.../consumer/internals/AutoOffsetResetStrategy.java
+# 62-99 on the 4.0 branch at 4ae6814, the code 4.0.0 shipped) takes the three names as they are
+# (lower case only), refuses a bare "by_duration" (67-68), and hands what follows
+# "by_duration:" to java.time.Duration.parse, refusing a negative result (85-95).
+RESET_NAMES = ("earliest", "latest", "none")
+BY_DURATION = "by_duration"
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_NANOS = 1_000_000_000
+# java.time.Duration's grammar (Duration.Lazy.PATTERN, JDK 8-21): ISO-8601 PnDTnHnMn.nS, days of
+# exactly 24 hours, letters in either case, an optional sign before P and before every number,
+# up to 9 fraction digits after '.' or ','
+_JAVA_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def java_duration_ns(text: str) -> int:
+    """`java.time.Duration.parse(text)`, in nanoseconds; ValueError where Java throws
+    DateTimeParseException: no match, a "T" with no time part after it, no part at all, or a
+    value (or a sum on the way) outside a long number of seconds."""
+    m = _JAVA_DURATION.fullmatch(text)
+    # the JDK checks the "T" group against an upper-case 'T' only (Duration.charMatch)
+    if m is None or m.group(3) == "T" or all(m.group(i) is None for i in (2, 4, 5, 6)):
+        raise ValueError(f"{text!r} is not an ISO-8601 duration")
+
+    def seconds_of(group: int, unit: int) -> int:
+        given = m.group(group)
+        if given is None:
+            return 0
+        value = int(given)  # Long.parseLong, then Math.multiplyExact
+        if not _LONG_MIN <= value <= _LONG_MAX or not _LONG_MIN <= value * unit <= _LONG_MAX:
+            raise ValueError(f"{text!r} overflows a Duration")
+        return value * unit
+
+    total = 0
+    for group, unit in ((6, 1), (5, 60), (4, 3_600), (2, 86_400)):  # Math.addExact, innermost first
+        total += seconds_of(group, unit)
+        if not _LONG_MIN <= total <= _LONG_MAX:
+            raise ValueError(f"{text!r} overflows a Duration")
+    fraction = m.group(7) or ""
+    nanos = int(fraction.ljust(9, "0")) if fraction else 0
+    if m.group(6) is not None and m.group(6).startswith("-"):
+        nanos = -nanos  # the fraction takes the seconds' sign
+    ns = total * _NANOS + nanos
+    if m.group(1) == "-":
+        ns = -ns
+    if not _LONG_MIN <= ns // _NANOS <= _LONG_MAX:  # Duration.ofSeconds / negated()
+        raise ValueError(f"{text!r} overflows a Duration")
+    return ns
+
+
+def by_duration_ns(value: str) -> int | None:
+    """The duration of an `auto.offset.reset` value in nanoseconds: None for earliest, latest and
+    none; ValueError with Kafka's own words for a value `AutoOffsetResetStrategy.fromString`
+    refuses (which the scenario reports as Kafka's ConfigException)."""
+    if value in RESET_NAMES:
+        return None
+    if value == BY_DURATION:
+        raise ValueError("<:duration> part is missing in by_duration auto offset reset strategy")
+    if not value.startswith(BY_DURATION + ":"):
+        raise ValueError(f"Unknown auto offset reset strategy: {value}")
+    text = value[len(BY_DURATION) + 1 :]
+    try:
+        ns = java_duration_ns(text)
+    except ValueError as exc:
+        why = f"Unable to parse duration string in by_duration offset reset strategy: {exc}"
+        raise ValueError(why) from None
+    if ns < 0:  # Duration.isNegative: seconds < 0, so -PT0.5S is negative too
+        raise ValueError("Negative duration is not supported in by_duration offset reset strategy")
+    return ns
 
 
 @dataclass(frozen=True)
@@ -109,7 +184,10 @@ class ConsumerConfig:
 
     id: str
     group_id: str | None = None  # None: manual assignment only, no group commits
-    auto_offset_reset: str = "latest"  # "earliest", "latest" or "none"
+    auto_offset_reset: str = "latest"  # "earliest", "latest", "none" or "by_duration:<ISO-8601>" (4.0)
+    # by_duration's duration in nanoseconds (java.time.Duration's resolution), resolved from
+    # auto_offset_reset by the scenario; None for the other three
+    reset_duration_ns: int | None = None
     enable_auto_commit: bool = True  # resolved to False when there is no group.id (as Kafka does)
     auto_commit_interval_ms: int = 5_000
     partition_assignment_strategy: tuple[str, ...] = ("range", "cooperative-sticky")  # short names

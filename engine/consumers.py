@@ -19,10 +19,11 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .clients_spec import ConsumerConfig
+from .clients_spec import BY_DURATION, ConsumerConfig
 from .offsets import NO_OFFSET, Coordinator, Group, offsets_partition_for
 from .results import ClientsResult, GroupResult
 from .scenario import problem
+from .segments import reset_timestamp
 
 if TYPE_CHECKING:
     from .sim import Clock, Sim
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
 HOP_MS = 1  # one network hop, as NETWORK_DELAY_MS in the replication engine
 OFFSETS_RETENTION_CHECK_MS = 600_000  # offsets.retention.check.interval.ms
 FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty fetch
+# request.timeout.ms, the consumer's default (ConsumerConfig 573-578 on the 4.0 branch): also how
+# long a reset waits before it sends ListOffsets again for a partition that got no offset
+REQUEST_TIMEOUT_MS = 30_000
 
 
 @dataclass
@@ -46,6 +50,9 @@ class ConsumerProc:
     join_ready_ms: int | None = None  # when the coordinator completes the JoinGroup it sent
     assigned: list[int] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)  # the next offset poll() returns
+    # partitions whose by_duration reset got no offset (AWAIT_RESET in SubscriptionState), each
+    # with the time the client may send its next ListOffsets for it
+    awaiting_reset: dict[int, int] = field(default_factory=dict)
     next_auto_commit_ms: int = 0
     loop_inc: int = -1  # the incarnation whose poll loop is running (loop_ms)
     received: list[dict[str, Any]] = field(default_factory=list)
@@ -151,6 +158,7 @@ class Clients:
         self._start_loop(c)
         c.assigned = sorted(set(partitions))
         c.position = {p: c.position[p] for p in c.assigned if p in c.position}
+        c.awaiting_reset = {p: t for p, t in c.awaiting_reset.items() if p in c.assigned}
         names = ", ".join(f"P{p}" for p in c.assigned) or "nothing"
         self.step("consumer_assign", cid, f"{cid} assigns itself {names} (no group membership)", consumer=cid)
 
@@ -158,12 +166,23 @@ class Clients:
         c = self.consumers[cid]
         entry: dict[str, Any] = {"consumer": cid, "records": [], "error": None}
         self.polls.append(entry)
-        self._poll(c, entry, max_records, self.clock.now + timeout_ms)
+        self._poll(c, entry, max_records, self.clock.now + timeout_ms, explicit=True)
 
-    def _poll(self, c: ConsumerProc, entry: dict[str, Any], max_records: int | None, deadline: int) -> None:
+    def _poll(
+        self,
+        c: ConsumerProc,
+        entry: dict[str, Any],
+        max_records: int | None,
+        deadline: int,
+        *,
+        explicit: bool = False,
+    ) -> None:
         """One KafkaConsumer.poll(): membership, positions, auto-commit, then a fetch that waits
-        (the cluster running) until records arrive or the deadline passes."""
+        (the cluster running) until records arrive or the deadline passes. A `poll` action that
+        returns nothing says so in one step, with the reason (`explicit`); a poll loop's tick that
+        finds nothing stays silent, or idle loops would flood the steps."""
         cid = c.id
+        started = self.clock.now
         if not c.alive or c.mode is None:
             entry["error"] = "IllegalStateException"
             why = "is not running" if not c.alive else "has neither subscribed nor assigned partitions"
@@ -176,8 +195,10 @@ class Clients:
                 return
             if not self._join(c, deadline):
                 self.run_to(deadline)
+                if explicit:
+                    self._empty_poll(c, started)
                 return
-        if any(p not in c.position for p in c.assigned):
+        if any(self._initializing(c, p) for p in c.assigned):
             error = self._init_positions(c)
             if error is not None:
                 entry["error"] = error
@@ -185,6 +206,7 @@ class Clients:
         self._maybe_auto_commit(c)
         limit = max_records or c.spec.max_poll_records
         while True:
+            self._retry_resets(c)
             self.run_to(self.clock.now + HOP_MS)  # the fetch reaches the leaders
             got, error = self._fetch(c, limit)
             if error is not None:
@@ -194,12 +216,16 @@ class Clients:
                 self.run_to(self.clock.now + HOP_MS)  # and the records come back
                 self._deliver(c, got, entry)
                 return
+            if self.clock.now < deadline:
+                # the brokers hold an empty fetch until data arrives or fetch.max.wait.ms passes;
+                # the client wakes earlier when a reset may send its ListOffsets again
+                now = self.clock.now
+                retry = [t for t in c.awaiting_reset.values() if t > now]
+                wait_until = min(deadline, now + FETCH_MAX_WAIT_MS, *retry)
+                self.run_to(wait_until, stop=lambda c=c: self._has_data(c))
             if self.clock.now >= deadline:
-                return
-            # the brokers hold an empty fetch until data arrives or fetch.max.wait.ms passes
-            wait_until = min(deadline, self.clock.now + FETCH_MAX_WAIT_MS)
-            self.run_to(wait_until, stop=lambda c=c: self._has_data(c))
-            if self.clock.now >= deadline:
+                if explicit:
+                    self._empty_poll(c, started)
                 return
 
     def commit(self, cid: str, offsets: dict[str, int] | None, is_async: bool) -> None:
@@ -242,6 +268,7 @@ class Clients:
             target = int(offset)
         before = c.position.get(partition)
         c.position[partition] = target
+        c.awaiting_reset.pop(partition, None)  # a seek ends a pending reset (SubscriptionState.seek)
         was = "" if before is None else f" (was {before})"
         self.step(
             "consumer_seek",
@@ -339,7 +366,9 @@ class Clients:
                 continue
             if c.mode == "subscribe" and c.member_id is None:
                 return False
-            if any(p not in c.position for p in c.assigned) or self._has_data(c):
+            # a partition whose by_duration reset found nothing would find nothing again in a
+            # quiet stretch: the time asked for only moves later, and no record arrives
+            if any(self._initializing(c, p) for p in c.assigned) or self._has_data(c):
                 return False
             if c.spec.enable_auto_commit and c.group is not None:
                 if c.mode != "subscribe" or self._committed(c.group) != _keyed(c.position):
@@ -353,6 +382,7 @@ class Clients:
         """Move the poll loops' timers with an idle skip (Clock.skip_idle)."""
         for c in self.consumers.values():
             c.next_auto_commit_ms += delta
+            c.awaiting_reset = {p: t + delta for p, t in c.awaiting_reset.items()}
 
     # ---------------------------------------------------------------------------------------
     # inside poll()
@@ -398,6 +428,7 @@ class Clients:
         c.join_ready_ms = None
         c.assigned = list(range(len(self.sims)))
         c.position = {}
+        c.awaiting_reset = {}
         c.next_auto_commit_ms = self.clock.now + c.spec.auto_commit_interval_ms
         self.history.setdefault(c.group, []).append(  # type: ignore[arg-type]
             {"generation": g.generation, "t_ms": self.clock.now, "assignment": {c.id: list(c.assigned)}}
@@ -419,7 +450,7 @@ class Clients:
 
     def _init_positions(self, c: ConsumerProc) -> str | None:
         """OffsetFetch for a group member, then auto.offset.reset for partitions without one."""
-        missing = [p for p in c.assigned if p not in c.position]
+        missing = [p for p in c.assigned if self._initializing(c, p)]
         committed: dict[int, int] = {}
         if c.group is not None:
             self.run_to(self.clock.now + 2 * HOP_MS)
@@ -442,22 +473,68 @@ class Clients:
                 return error
         return None
 
+    @staticmethod
+    def _initializing(c: ConsumerProc, p: int) -> bool:
+        """p has no position and no reset pending: poll() looks up its committed offset first."""
+        return p not in c.position and p not in c.awaiting_reset
+
     def _reset(self, c: ConsumerProc, p: int, why: str, error: str) -> str | None:
-        """auto.offset.reset for partition p; with `none`, poll() throws `error` instead."""
-        policy = c.spec.auto_offset_reset
+        """auto.offset.reset for partition p; with `none`, poll() throws `error` instead.
+
+        The client sends ListOffsets with `segments.reset_timestamp` (EARLIEST, LATEST, or for
+        `by_duration:D` now minus D) and the leader answers with `SegmentedLog.list_offsets`.
+
+        A by-time lookup can have no answer: no record at or after the time (or the first one is
+        at or past the high watermark), and the broker answers offset -1 (ReplicaManager.scala
+        1435-1456, KafkaApis.scala 754-760). Kafka 4.0's consumer then does not fall back to
+        `latest` or to the log end: it leaves the partition without a position, awaiting reset
+        (OffsetFetcherUtils.handleListOffsetResponse keeps only offsets other than -1, lines
+        113-124; onSuccessfulResponseForResettingPositions seeks only those, 305-321), so poll()
+        returns nothing from it; the send set the next allowed try to now + request.timeout.ms
+        (OffsetFetcher.java 221, SubscriptionState.partitionsNeedingReset 856-858), and the next
+        try asks with a new now minus D, so it lands on the first record that arrives meanwhile.
+        Files at the 4.0 branch, 4ae6814, the code 4.0.0 shipped: clients/.../consumer/internals/
+        and core/src/main/scala/kafka/server/. The first miss is a step; the quiet retries are not.
+        """
+        spec = c.spec
+        policy = spec.auto_offset_reset
         if policy == "none":
             self._error(
                 c, error, f"{c.id}.poll() throws {error}: {why} and auto.offset.reset=none", partition=p
             )
             return error
-        view = self.read_view(p)
-        if view is None:
+        if self.read_view(p) is None:
             return None  # retried at the next poll, once the partition has a leader
+        timestamp = reset_timestamp(policy, self.clock.now, spec.reset_duration_ns)
+        sent = self.clock.now
         self.run_to(self.clock.now + 2 * HOP_MS)  # ListOffsets to the leader and back
-        view = self.read_view(p) or view
-        target = view[0] if policy == "earliest" else view[1]
+        answer = self.sims[p].list_offsets(timestamp, spec.isolation_level)
+        if answer is None:
+            return None  # the leader went away meanwhile: retried at the next poll
+        duration = policy[len(BY_DURATION) + 1 :] if spec.reset_duration_ns is not None else ""
+        asked = f"the first offset with a timestamp at or after {timestamp} (now minus {duration})"
+        if answer.offset < 0:  # by_duration only: EARLIEST and LATEST always have an answer
+            first_miss = p not in c.awaiting_reset
+            c.awaiting_reset[p] = sent + REQUEST_TIMEOUT_MS
+            if first_miss:
+                view = self.read_view(p)
+                hw = f" {view[1]}" if view is not None else ""
+                self.step(
+                    "consumer_reset_offset",
+                    c.id,
+                    f"{c.id}: {why}; auto.offset.reset={policy} asks P{p}'s leader for {asked}: there "
+                    f"is none below the high watermark{hw}, so P{p} gets no position and {c.id} asks "
+                    f"again every request.timeout.ms ({REQUEST_TIMEOUT_MS} ms)",
+                    consumer=c.id,
+                    partition_id=p,
+                    offset=None,
+                    policy=policy,
+                )
+            return None
+        c.awaiting_reset.pop(p, None)
+        target = answer.offset
         c.position[p] = target
-        where = "the log start offset" if policy == "earliest" else "the high watermark"
+        where = {"earliest": "the log start offset", "latest": "the high watermark"}.get(policy, asked)
         self.step(
             "consumer_reset_offset",
             c.id,
@@ -468,6 +545,13 @@ class Clients:
             policy=policy,
         )
         return None
+
+    def _retry_resets(self, c: ConsumerProc) -> None:
+        """Send ListOffsets again for the partitions whose by_duration reset found nothing, once
+        their retry time has come (SubscriptionState.partitionsNeedingReset skips them until then)."""
+        now = self.clock.now
+        for p in [p for p, t in c.awaiting_reset.items() if t <= now]:
+            self._reset(c, p, f"P{p} still has no position", "NoOffsetForPartitionException")
 
     def _maybe_auto_commit(self, c: ConsumerProc) -> None:
         if c.group is None or not c.spec.enable_auto_commit or self.clock.now < c.next_auto_commit_ms:
@@ -511,6 +595,61 @@ class Clients:
             if view is not None and p in c.position and view[1] > c.position[p]:
                 return True
         return False
+
+    def _empty_poll(self, c: ConsumerProc, started: int) -> None:
+        """One step for a `poll` action that returns no records, with why, from the state now."""
+        self.step(
+            "consumer_poll_empty",
+            c.id,
+            f"{c.id}.poll() returns no records after {self.clock.now - started} ms: {self._why_empty(c)}",
+            consumer=c.id,
+        )
+
+    def _why_empty(self, c: ConsumerProc) -> str:
+        if c.mode == "subscribe" and c.member_id is None:
+            g = c.group
+            if self.coordinator_broker(g) is None:  # type: ignore[arg-type]
+                return f"it cannot join group {g!r}: no running broker can coordinate it"
+            group = self.coordinator.groups.get(g)  # type: ignore[arg-type]
+            if group is not None and group.members:
+                wait = "the coordinator still waits for a crashed member's session to time out"
+            else:
+                wait = (
+                    f"a new group waits group.initial.rebalance.delay.ms ({self.initial_delay_ms} ms) "
+                    "for more members"
+                )
+            at = f", at {c.join_ready_ms} ms" if c.join_ready_ms is not None else ""
+            return f"it is still joining group {g!r} and has no partitions yet ({wait}{at})"
+        if not c.assigned:
+            return "no partitions are assigned to it"
+        caught_up: list[str] = []
+        others: list[str] = []
+        for p in c.assigned:
+            view = self.read_view(p)
+            if p in c.awaiting_reset:
+                others.append(
+                    f"P{p} has no position: auto.offset.reset={c.spec.auto_offset_reset} found no record "
+                    "that recent below the high watermark"
+                )
+            elif p not in c.position:
+                others.append(f"P{p} has no position yet: it had no leader to ask")
+            elif view is None:
+                others.append(f"P{p} has no leader to fetch from")
+            else:
+                _start, hw, leo, _log = view
+                pos = c.position[p]
+                if pos < hw:
+                    others.append(f"P{p}'s records from {pos} became readable only as the timeout ran out")
+                elif leo > hw:
+                    others.append(
+                        f"P{p} is caught up at the high watermark {hw}; offsets {hw}-{leo - 1} are "
+                        "written but not yet on every in-sync replica, so not readable"
+                    )
+                else:
+                    caught_up.append(f"P{p} at {hw}")
+        if caught_up:
+            others.insert(0, f"caught up at the high watermark ({', '.join(caught_up)}): nothing new to read")
+        return "; ".join(others)
 
     def _deliver(self, c: ConsumerProc, got: list[tuple[int, int, Any]], entry: dict[str, Any]) -> None:
         shown = []
@@ -642,6 +781,7 @@ class Clients:
             c.member_id = None
             c.join_ready_ms = None
             c.position = {}
+            c.awaiting_reset = {}
 
     def _stop(self, c: ConsumerProc) -> None:
         c.alive = False
@@ -649,6 +789,7 @@ class Clients:
         c.generation = -1
         c.join_ready_ms = None
         c.position = {}
+        c.awaiting_reset = {}
         if c.mode == "subscribe":
             c.assigned = []
 

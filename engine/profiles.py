@@ -74,6 +74,10 @@ class Profile:
     # max.in.flight.requests.per.connection > 5 (ConfigException); before, idempotence was silently
     # switched off
     idempotence_refuses_max_in_flight: bool = False
+    # 4.0 (KIP-1106, KAFKA-18013): the consumer accepts auto.offset.reset=by_duration:<ISO-8601>;
+    # 3.x's ConfigDef.ValidString takes only latest, earliest and none (ConsumerConfig 517-522 at
+    # tag 3.9.0) and throws ConfigException for anything else
+    by_duration_reset: bool = False
 
 
 # Each profile is written as the one before it plus what changed, so the file reads as the
@@ -163,6 +167,7 @@ _V4_1 = replace(
     topic_unclean_config=True,  # 3.9 (KAFKA-12670)
     min_segment_bytes=1_048_576,  # 4.0 (KIP-1030)
     idempotence_refuses_max_in_flight=True,  # 4.0 (KAFKA-17927)
+    by_duration_reset=True,  # 4.0 (KIP-1106)
 )
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (_V0_8, _V0_10, _V1_1, _V3_6, _V4_1)}

@@ -25,6 +25,7 @@ from .clients_spec import (
     ProducerConfig,
     Timing,
     assignor_short_name,
+    by_duration_ns,
 )
 from .profiles import PROFILES, RETRIES_MAX, Profile
 from .segments import INT_MAX, LONG_MAX, LogConfig
@@ -206,7 +207,9 @@ class ProducerItem(ProducerSpec):
     id: ClientId
 
 
-AutoOffsetReset = Literal["earliest", "latest", "none"]
+# "earliest", "latest", "none", or from Kafka 4.0 "by_duration:<ISO-8601 duration>": checked in
+# resolve() (clients_spec.by_duration_ns), where the version profile is known
+AutoOffsetReset = Annotated[str, Field(min_length=1, max_length=100)]
 
 
 class ConsumerSpec(_Strict):
@@ -767,8 +770,37 @@ def _resolve_timing(tm: TimingSpec, bad: Any) -> Timing:
     return timing
 
 
-def _resolve_consumer(c: ConsumerSpec, path: str, timing: Timing, bad: Any) -> ConsumerConfig:
+def _resolve_auto_offset_reset(value: str, path: str, prof: Profile, bad: Any) -> int | None:
+    """auto.offset.reset as the consumer's constructor validates it: the duration of a
+    by_duration value in nanoseconds, or None. A value the profile's client refuses is a problem
+    at `path`, in Kafka's words (ConfigException)."""
+    kafka_says = (
+        "The value must be either 'earliest', 'latest', 'none' or of the format "
+        "'by_duration:<PnDTnHnMn.nS.>' (Kafka's ConfigException)"
+    )
+    try:
+        ns = by_duration_ns(value)
+    except ValueError as exc:
+        bad(path, f'{exc}. {kafka_says}; e.g. "by_duration:PT1H" (one hour) or "by_duration:P1D"')
+        return None
+    if ns is not None and not prof.by_duration_reset:
+        bad(
+            path,
+            f"{value!r} needs Kafka 4.0 (KIP-1106, auto.offset.reset=by_duration); Kafka "
+            f"{prof.version}'s consumer refuses it: Invalid value {value} for configuration "
+            "auto.offset.reset: String must be one of: latest, earliest, none (ConfigException). "
+            'Use "earliest" or "latest", or the 4.1 profile',
+        )
+        return None
+    return ns
+
+
+def _resolve_consumer(c: ConsumerSpec, path: str, timing: Timing, prof: Profile, bad: Any) -> ConsumerConfig:
     given = _given(c, ConsumerConfig)
+    if c.auto_offset_reset is not None:
+        ns = _resolve_auto_offset_reset(c.auto_offset_reset, f"{path}.auto.offset.reset", prof, bad)
+        if ns is not None:
+            given["reset_duration_ns"] = ns
     if c.group_protocol == "consumer":
         bad(
             f"{path}.group.protocol",
@@ -835,7 +867,7 @@ def _resolve_consumer(c: ConsumerSpec, path: str, timing: Timing, bad: Any) -> C
 
 
 def _resolve_consumers(
-    sc: Scenario, timing: Timing, producer_ids: list[str], bad: Any
+    sc: Scenario, timing: Timing, producer_ids: list[str], prof: Profile, bad: Any
 ) -> list[ConsumerConfig]:
     if sc.consumers is None:
         return []
@@ -846,7 +878,7 @@ def _resolve_consumers(
     for i, c in enumerate(sc.consumers):
         if c.id in producer_ids:
             bad(f"consumers[{i}].id", f"{c.id!r} is also a producer's id; give each process its own id")
-    return [_resolve_consumer(c, f"consumers[{i}]", timing, bad) for i, c in enumerate(sc.consumers)]
+    return [_resolve_consumer(c, f"consumers[{i}]", timing, prof, bad) for i, c in enumerate(sc.consumers)]
 
 
 # Kafka's internal topics, which the engine models itself
@@ -1008,7 +1040,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         bad("timing.broker.heartbeat.interval.ms", "must be smaller than broker.session.timeout.ms")
     timing = _resolve_timing(tm, bad)
 
-    consumers = _resolve_consumers(sc, timing, producer_ids, bad)
+    consumers = _resolve_consumers(sc, timing, producer_ids, prof, bad)
     consumer_ids = [c.id for c in consumers]
 
     proposals: list[str] = []

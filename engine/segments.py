@@ -606,15 +606,41 @@ class RetentionSchedule:
 # -- the consumer side ---------------------------------------------------------------------
 
 
-def reset_offset(log: SegmentedLog, policy: str, isolation: str = "read_uncommitted") -> int:
-    """The consumer's offset reset (`SubscriptionState.resetStrategy`, then a ListOffsets):
-    `earliest` is the log start offset, `latest` the HW (the LSO under read_committed); `none`
-    raises, as `poll()` does."""
+def reset_timestamp(policy: str, now_ms: int = 0, duration_ns: int | None = None) -> int:
+    """The timestamp a consumer's offset reset puts in its ListOffsets request
+    (`AutoOffsetResetStrategy.timestamp()`): EARLIEST for `earliest`, LATEST for `latest`, and for
+    `by_duration:D` (Kafka 4.0, KIP-1106; `duration_ns` is D) the client's now minus D, as
+    `Instant.now().minus(duration).toEpochMilli()` computes it (floored to the millisecond).
+    `none` has no timestamp: it raises, as `poll()` does.
+
+    Kafka 4.0 (the 4.0 branch at 4ae6814, the code 4.0.0 shipped; clients/.../consumer/internals/):
+    AutoOffsetResetStrategy.java 121-131 is this rule; OffsetFetcher.java 213-223 sends it in a
+    ListOffsets request to the leader when the position is reset. The simulated clock starts at 0
+    and no record's timestamp is below 0, so a time before 0 finds what 0 finds: it is clamped,
+    which keeps it clear of the special negative timestamps (-1 LATEST, -2 EARLIEST, ...)."""
     if policy == "earliest":
-        return log.list_offsets(EARLIEST_TIMESTAMP, isolation).offset
+        return EARLIEST_TIMESTAMP
     if policy == "latest":
-        return log.list_offsets(LATEST_TIMESTAMP, isolation).offset
+        return LATEST_TIMESTAMP
+    if duration_ns is not None:
+        return max(0, (now_ms * 1_000_000 - duration_ns) // 1_000_000)
     raise LogError(OFFSET_OUT_OF_RANGE, f"no valid position and auto.offset.reset={policy}")
+
+
+def reset_offset(
+    log: SegmentedLog,
+    policy: str,
+    isolation: str = "read_uncommitted",
+    *,
+    now_ms: int = 0,
+    duration_ns: int | None = None,
+) -> int:
+    """The consumer's offset reset (`SubscriptionState.resetStrategy`, then a ListOffsets with
+    `reset_timestamp`): `earliest` is the log start offset, `latest` the HW (the LSO under
+    read_committed), `by_duration` the first offset with a timestamp at or after now minus the
+    duration, or -1 when the leader has none below the HW (the client then keeps no position; see
+    engine/consumers.py `_reset`); `none` raises, as `poll()` does."""
+    return log.list_offsets(reset_timestamp(policy, now_ms, duration_ns), isolation).offset
 
 
 def initial_position(log: SegmentedLog, committed: int | None, policy: str,

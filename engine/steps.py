@@ -486,7 +486,8 @@ STEP_KINDS: dict[str, StepKind] = {
         "SubscriptionState.resetInitializingPositions",
         _SS,
         "781-794",
-        "no usable offset: auto.offset.reset decides the position (earliest: log start, latest: HW)",
+        "no usable offset: auto.offset.reset decides the position (earliest: log start, latest: HW, "
+        "by_duration:D: the first offset with a timestamp at or after now minus D, if any)",
     ),
     "consumer_out_of_range": StepKind(
         "consumer",
@@ -501,6 +502,14 @@ STEP_KINDS: dict[str, StepKind] = {
         _KC,
         "",
         "poll() returns records to the application; the position moves past them",
+    ),
+    "consumer_poll_empty": StepKind(
+        "consumer",
+        "KafkaConsumer.poll",
+        _KC,
+        "",
+        "a poll() the application made returns no records once its timeout passes: caught up at the "
+        "high watermark, no position yet, or still joining its group",
     ),
     "consumer_auto_commit": StepKind(
         "consumer",

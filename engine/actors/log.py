@@ -8,7 +8,7 @@ A mixin of engine.sim.Sim: its methods read and change the partition simulation'
 from __future__ import annotations
 
 from ..scenario import ScenarioError
-from ..segments import LogError, batch_size_bytes
+from ..segments import LogError, OffsetAndTimestamp, batch_size_bytes
 from ..state import (
     NO_LEADER,
     Broker,
@@ -65,6 +65,18 @@ class LogRole:
         if leader is not None and leader.seg is not None:
             return leader.seg.log_start_offset
         return 0
+
+    def list_offsets(self, timestamp: int, isolation: str) -> OffsetAndTimestamp | None:
+        """ListOffsets answered by the partition's leader (KafkaApis.handleListOffsetRequest ->
+        ReplicaManager.fetchOffsetForTimestamp -> Partition.fetchOffsetForTimestamp): the rule is
+        SegmentedLog.list_offsets, over the leader's segments at its current high watermark. None
+        when no running leader can answer (the client asks again later)."""
+        c = self.ctl
+        leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
+        if leader is None or not leader.alive or leader.role != "leader" or leader.seg is None:
+            return None
+        leader.seg.update_high_watermark(leader.hw)
+        return leader.seg.list_offsets(timestamp, isolation)
 
     def delete_records(self, offset: int) -> tuple[int, str | None]:
         """Partition.deleteRecordsOnLeader: the leader moves its log start offset (-1: to its HW);

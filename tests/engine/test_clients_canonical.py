@@ -679,14 +679,13 @@ def test_A7_list_offsets_earliest_and_latest():
     assert polls_of(r, "fresh")[0]["records"] == [] and position(r, "fresh") == {"0": 4}
 
 
-@NOT_YET("auto.offset.reset=by_duration:<ISO-8601> (4.0) is not parsed yet")
 def test_A7_list_offsets_by_time_through_a_by_duration_reset():
     """§F.A A7 by time, through the only consumer path to a by-time ListOffsets: 4.0's
     auto.offset.reset=by_duration:D resets to the first offset with timestamp >= now - D (§A.5,
-    KIP-1106; decision 15). With now ~10:11: D = 10 min gives T ~10:01 -> offset 1; D = 12 min gives
-    T ~09:59 -> offset 0, the first *in offset order* with timestamp >= 09:59 (offset 2's 09:58 is
-    earlier in time but not >= T). Any T in (10:00, 10:05] gives 1 and any in (09:58, 10:00] gives
-    0, so the few ms the consumer takes do not matter."""
+    KIP-1106; decision 15). With now ~10:11: D = 10 min gives T ~10:01 -> offset 1, mid-log; D = 12
+    min gives T ~09:59 -> offset 0, the first *in offset order* with timestamp >= 09:59 (offset 2's
+    09:58 is earlier in time but not >= T). Any T in (10:00, 10:05] gives 1 and any in (09:58, 10:00]
+    gives 0, so the few ms the consumer takes do not matter."""
     sc = a7_log(
         assign("t1001", 0), poll("t1001"),
         assign("t0959", 0), poll("t0959"),
@@ -695,15 +694,107 @@ def test_A7_list_offsets_by_time_through_a_by_duration_reset():
             consumer("t0959", group=None, reset="by_duration:PT12M"),
         ),
     )  # fmt: skip
-    r = run(sc)
+    r = run(sc, steps=True)
     assert offsets(polls_of(r, "t1001")[0]["records"]) == [1, 2, 3], "A7: T = 10:01 -> offset 1"
     assert offsets(polls_of(r, "t0959")[0]["records"]) == [0, 1, 2, 3], "A7: T = 09:59 -> offset 0"
-    # Not expressible through the contract (it has no ListOffsets action, and these answers have no
-    # consumer-side path):
-    #   - T = 10:11 -> offset -1 (Java: offsetsForTimes returns null); what a by_duration reset does
-    #     when no record matches is not in the reference, and is not the -1 answer itself anyway;
+    resets = {s["consumer"]: s for s in r["steps"] if s["kind"] == "consumer_reset_offset"}
+    assert resets["t1001"]["offset"] == 1 and resets["t1001"]["policy"] == "by_duration:PT10M"
+    t_asked = int(resets["t1001"]["text"].split("at or after ")[1].split(" ")[0])
+    assert at(10) < t_asked <= at(10, 5), "A7: the client asks for its now minus D"
+    # Not expressible through the contract (it has no ListOffsets action):
     #   - MAX_TIMESTAMP -> offset 3 (only Admin.listOffsets(OffsetSpec.maxTimestamp()) asks it);
-    #   - the -1 answer when the hit is at or beyond the HW (§A.6, RM 1543-1563).
+    #   - the -1 answer itself (T = 10:11, or a hit at or beyond the HW, §A.6, RM 1543-1563): a
+    #     consumer never sees it, only what it does then (the next test).
+
+
+def test_A7_by_duration_later_than_every_record_leaves_no_position_until_a_record_comes():
+    """§F.A A7 with T = 10:10:30, after every record (D = 30 s at ~10:11): the leader answers -1
+    (§A.6). Kafka 4.0's consumer does not fall back to latest: the partition keeps no position
+    (OffsetFetcherUtils keeps only answers other than -1), poll() returns nothing, and the client
+    asks again request.timeout.ms (30 s) after its first ListOffsets, with a new now - D. A record
+    written meanwhile is then found, so the consumer starts there. A commit has nothing to commit
+    for that partition in the meantime."""
+    sc = a7_log(
+        assign("late", 0), poll("late"),
+        mark("missed"),
+        produce("o4"), settle(),
+        poll("late"),  # within the 30 s: no second ListOffsets yet
+        mark("too_soon"),
+        poll("late", 40 * SEC),  # the retry inside this poll finds o4
+        consumers=(consumer("late", group=None, reset="by_duration:PT30S"),),
+    )  # fmt: skip
+    missed = upto(sc, "missed", steps=True)
+    assert polls_of(missed, "late")[0] == {"consumer": "late", "records": [], "error": None}
+    assert position(missed, "late") == {}, "A7: T = 10:10:30 -> -1: no position, not the LEO"
+    miss = [s for s in missed["steps"] if s["kind"] == "consumer_reset_offset"]
+    assert len(miss) == 1 and miss[0]["offset"] is None and "asks again" in miss[0]["text"]
+    (empty,) = [s for s in missed["steps"] if s["kind"] == "consumer_poll_empty"]
+    assert "P0 has no position" in empty["text"]
+
+    too_soon = upto(sc, "too_soon")
+    assert polls_of(too_soon, "late")[1]["records"] == [] and position(too_soon, "late") == {}
+
+    r = run(sc, steps=True)
+    assert offsets(polls_of(r, "late")[2]["records"]) == [4], "the retry lands on the new record"
+    assert position(r, "late") == {"0": 5}
+    hits = [s for s in r["steps"] if s["kind"] == "consumer_reset_offset" and s["offset"] is not None]
+    assert [s["offset"] for s in hits] == [4]
+    first_ask = next(s["t_ms"] for s in r["steps"] if s["kind"] == "consumer_reset_offset")
+    assert hits[0]["t_ms"] - first_ask >= 30 * SEC, "the retry waits request.timeout.ms"
+
+
+def test_A7_by_duration_earlier_than_every_record_is_the_earliest_available():
+    """§F.A A7 after DeleteRecords(2): D = 1 day reaches before every record, so the answer is the
+    first record at or after the log start offset, 2, the same offset `earliest` gets; not 0, which
+    is gone (the by-time lookup skips offsets below logStartOffset, §A.6)."""
+    sc = a7_log(
+        delete_records(0, 2),
+        assign("day", 0), poll("day"),
+        assign("first", 0), poll("first"),
+        consumers=(
+            consumer("day", group=None, reset="by_duration:P1D"),
+            consumer("first", group=None, reset="earliest"),
+        ),
+    )  # fmt: skip
+    r = run(sc)
+    assert part(r)["log_start_offset"] == 2
+    assert offsets(polls_of(r, "day")[0]["records"]) == [2, 3], "A7: before every record -> 2"
+    assert offsets(polls_of(r, "first")[0]["records"]) == [2, 3]
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("by_duration:1h", "Unable to parse duration string"),
+        ("by_duration:PT", "Unable to parse duration string"),
+        ("by_duration", "<:duration> part is missing"),
+        ("by_duration:-PT1H", "Negative duration is not supported"),
+        ("by_duration:PT-1H30M", "Negative duration is not supported"),  # -60 + 30 min
+        ("BY_DURATION:PT1H", "Unknown auto offset reset strategy"),
+        ("EARLIEST", "Unknown auto offset reset strategy"),
+    ],
+)
+def test_A7_a_bad_by_duration_value_is_refused(value, words):
+    """A7's consumer with an auto.offset.reset that Kafka 4.0's AutoOffsetResetStrategy.fromString
+    refuses: the scenario is refused at the consumer's key, in Kafka's words."""
+    sc = a7_log(assign("c", 0), poll("c"), consumers=(consumer("c", group=None, reset=value),))
+    with pytest.raises(ScenarioError) as info:
+        run(sc)
+    (found,) = [p for p in info.value.problems if p["path"] == "consumers[0].auto.offset.reset"]
+    assert words in found["message"] and "by_duration:<PnDTnHnMn.nS.>" in found["message"]
+
+
+@pytest.mark.parametrize("version", ["3.6", "1.1", "0.10", "0.8"])
+def test_A7_by_duration_is_refused_before_kafka_4_0(version):
+    """A7's by_duration consumer on a profile before 4.0: 3.x's consumer accepts only latest,
+    earliest and none (ConfigDef.ValidString, ConsumerConfig 517-522 at tag 3.9.0)."""
+    sc = a7_log(assign("c", 0), poll("c"), consumers=(consumer("c", group=None, reset="by_duration:PT10M"),))
+    sc["kafka_version"] = version
+    with pytest.raises(ScenarioError) as info:
+        run(sc)
+    (found,) = [p for p in info.value.problems if p["path"] == "consumers[0].auto.offset.reset"]
+    assert "Kafka 4.0" in found["message"]
+    assert "String must be one of: latest, earliest, none" in found["message"]
 
 
 # ============================================================================ §F.B committed offsets

@@ -454,3 +454,96 @@ def test_part2_produce_entries_name_producer_partition_id_and_epoch():
     assert r["partitions"][p["partition"]]["log"][0]["sequence"] == 0
     plain = simulate({"actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]})
     assert "producer_id" not in plain["produce"][0]
+
+
+# ------------------------------------------------------------------------------------------
+# an empty poll() says why (a `poll` action only; a poll loop's idle ticks stay silent)
+
+
+def empty_polls(r: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in r["steps"] if s["kind"] == "consumer_poll_empty"]
+
+
+def test_an_empty_poll_action_is_one_step_saying_it_is_caught_up():
+    """The learner sees the consumer ask and get nothing: one step per `poll` action that returns
+    no records, at the moment it returns, with the reason read from the state then."""
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest"}
+    actions = [*produce(2), {"do": "subscribe", "consumer": "c0"}, poll(), poll(ms=1_000)]
+    r = simulate(one_broker([c0], actions), steps=True)
+    assert offsets_of(r["polls"][0]) == [0, 1] and r["polls"][1]["records"] == []
+    (empty,) = empty_polls(r)
+    last = len(actions) - 1
+    assert empty["consumer"] == "c0" and empty["action"] == last
+    assert empty["text"] == (
+        "c0.poll() returns no records after 1000 ms: caught up at the high watermark (P0 at 2): "
+        "nothing new to read"
+    )
+    assert empty["t_ms"] == r["action_t_ms"][last] + 1_000
+
+
+def test_an_empty_poll_while_the_group_is_still_forming_says_so():
+    """A new group's first join waits group.initial.rebalance.delay.ms (3 s): a 1 s poll returns
+    before the consumer owns anything."""
+    c0 = {"id": "c0", "group.id": "g"}
+    r = simulate(one_broker([c0], [{"do": "subscribe", "consumer": "c0"}, poll(ms=1_000)]), steps=True)
+    (empty,) = empty_polls(r)
+    assert "still joining group 'g'" in empty["text"] and "group.initial.rebalance.delay.ms" in empty["text"]
+
+
+def test_an_empty_poll_with_nothing_assigned_says_so():
+    c0 = {"id": "c0"}
+    actions = [{"do": "assign", "consumer": "c0", "partitions": []}, poll(ms=500)]
+    (empty,) = empty_polls(simulate(one_broker([c0], actions), steps=True))
+    assert empty["text"].endswith("no partitions are assigned to it")
+
+
+def test_an_empty_poll_behind_an_unreplicated_tail_names_the_high_watermark():
+    """acks=1 with a follower cut off: the leader's LEO runs ahead of the HW, and a consumer at the
+    HW reads nothing: the records past it are written but not yet on every in-sync replica."""
+    sc = {
+        "topic": {"replication.factor": 2, "min.insync.replicas": 1},
+        "producer": {"acks": 1},
+        "consumers": [{"id": "c0"}],
+        "actions": [
+            *produce(1),
+            {"do": "assign", "consumer": "c0", "partitions": [0]},
+            {"do": "seek", "consumer": "c0", "partition": 0, "offset": "end"},
+            {"do": "isolate", "broker": 2, "from": [1]},
+            {"do": "produce", "records": ["x", "y"]},
+            {"do": "advance", "ms": 100},
+            poll(ms=200),
+        ],
+        "brokers": [{"id": 1}, {"id": 2}],
+    }
+    r = simulate(sc, steps=True)
+    assert r["polls"][0]["records"] == []
+    (empty,) = empty_polls(r)
+    assert "caught up at the high watermark 1; offsets 1-2 are written but not yet" in empty["text"]
+
+
+def test_a_poll_loop_finding_nothing_stays_silent():
+    """loop_ms polls every second; its empty ticks make no steps (idle loops must not flood the
+    steps), while a `poll` action by the same consumer that finds nothing still makes one."""
+    c0 = {"id": "c0", "group.id": "g", "auto.offset.reset": "earliest", "loop_ms": 1_000}
+    actions = [{"do": "subscribe", "consumer": "c0"}, {"do": "advance", "ms": 60_000}, poll(ms=1_000)]
+    r = simulate(one_broker([c0], actions), steps=True)
+    (empty,) = empty_polls(r)
+    assert empty["action"] == 2
+
+
+def test_a_by_duration_miss_in_a_poll_loop_waits_quietly_and_lets_idle_days_be_skipped():
+    """A7's "later than every record" in a poll loop: the first miss is one step, the retries every
+    request.timeout.ms are quiet, a quiet week is skipped (a retry then can find nothing new), and
+    the first record after it is where the consumer starts."""
+    from engine import Limits
+
+    c0 = {"id": "c0", "auto.offset.reset": "by_duration:PT1M", "loop_ms": 1_000}
+    actions = [*produce(2), {"do": "advance", "ms": 120_000}]
+    actions += [{"do": "assign", "consumer": "c0", "partitions": [0]}, {"do": "advance", "ms": 60_000}]
+    actions += [{"do": "advance", "ms": 3_600_000}] * (7 * 24)
+    actions += [*produce(1, start=2), {"do": "advance", "ms": 40_000}]
+    r = simulate(one_broker([c0], actions), steps=True, limits=Limits(max_actions=1_000))
+    assert [x["offset"] for x in r["consumers"]["c0"]["received"]] == [2]
+    resets = [s for s in r["steps"] if s["kind"] == "consumer_reset_offset"]
+    assert [s["offset"] for s in resets] == [None, 2]
+    assert r["steps"][-1]["t_ms"] > 7 * 86_400_000

@@ -23,6 +23,8 @@ from engine.segments import (
     batch_size_bytes,
     consumer_fetch,
     initial_position,
+    reset_offset,
+    reset_timestamp,
     seeded_jitter,
 )
 
@@ -227,6 +229,30 @@ def test_FA7_list_offsets_by_time():
     assert log.list_offsets(MAX_TIMESTAMP) == OffsetAndTimestamp(3, at(10, 10))
     assert log.list_offsets(LATEST_TIMESTAMP).offset == 4
     assert log.list_offsets(EARLIEST_TIMESTAMP).offset == 0
+
+
+def test_FA7_a_by_duration_reset_asks_for_now_minus_the_duration():
+    """A7's log through the consumer's reset rule: by_duration:D asks ListOffsets for now - D
+    (AutoOffsetResetStrategy.timestamp(), floored to the ms as Instant.toEpochMilli does) and takes
+    the answer as it comes, -1 included (the consumer then keeps no position)."""
+    log = SegmentedLog.create(LogConfig())
+    for ts in (at(10), at(10, 5), at(9, 58), at(10, 10)):
+        produce(log, ts)
+    now = at(10, 11)
+    assert reset_timestamp("earliest", now) == EARLIEST_TIMESTAMP
+    assert reset_timestamp("latest", now) == LATEST_TIMESTAMP
+    assert reset_timestamp("by_duration:PT10M", now, 10 * MIN * 1_000_000) == at(10, 1)
+    assert reset_timestamp("by_duration:PT0.0005S", now, 500_000) == now - 1  # floored
+    assert reset_timestamp("by_duration:P1D", now, DAY * 1_000_000) == 0  # before the clock's start
+    with pytest.raises(LogError):
+        reset_timestamp("none", now)
+
+    def by(minutes: int) -> int:
+        return reset_offset(log, "by_duration", now_ms=now, duration_ns=minutes * MIN * 1_000_000)
+
+    assert (by(10), by(12), by(1), by(0), by(24 * 60)) == (1, 0, 3, -1, 0)
+    log.delete_records(2)
+    assert by(24 * 60) == 2 == reset_offset(log, "earliest"), "before every record: the earliest left"
 
 
 # ---- §A.3 the roll rule, piece by piece -------------------------------------------------------

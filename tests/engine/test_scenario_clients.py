@@ -11,7 +11,14 @@ import dataclasses
 import pytest
 
 import engine
-from engine.clients_spec import ASSIGNOR_CLASSES, ConsumerConfig, ProducerConfig, Timing
+from engine.clients_spec import (
+    ASSIGNOR_CLASSES,
+    ConsumerConfig,
+    ProducerConfig,
+    Timing,
+    by_duration_ns,
+    java_duration_ns,
+)
 from engine.profiles import RETRIES_MAX
 from engine.scenario import (
     LIMITS,
@@ -558,10 +565,50 @@ def test_session_timeout_within_the_brokers_bounds():
 
 
 @pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("PT10M", 600),
+        ("pt10m", 600),  # java.time.Duration takes its letters in either case
+        ("P1D", 86_400),
+        ("P1DT2H3M4.5S", 93_784.5),
+        ("PT0.5S", 0.5),
+        ("PT1,25S", 1.25),
+        ("PT0S", 0),
+        ("-PT-1H", 3_600),  # the sign before P negates the whole
+        ("PT-1H30M", -1_800),
+        ("PT-0.5S", -0.5),  # the fraction takes the seconds' sign
+        ("P1Dt", 86_400),  # the JDK's "T with nothing after it" check looks for an upper-case T only
+    ],
+)
+def test_java_duration_grammar(text, seconds):
+    assert java_duration_ns(text) == int(seconds * 1_000_000_000)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "1h", "PT", "P1DT", "P", "PT1H2H", "P1W", "P1Y", "PT1.0000000001S", "P106751991167301D"]
+)
+def test_java_duration_refusals(text):
+    with pytest.raises(ValueError):
+        java_duration_ns(text)
+
+
+def test_by_duration_resolves_on_4_1_only():
+    doc = with_consumers({"id": "c0", "group.id": "g", "auto.offset.reset": "by_duration:PT1H"})
+    c = cfg_of(doc).consumers[0]
+    assert c.auto_offset_reset == "by_duration:PT1H"
+    assert c.reset_duration_ns == by_duration_ns("by_duration:PT1H") == 3_600 * 1_000_000_000
+    earliest = cfg_of(with_consumers({"id": "c0", "auto.offset.reset": "earliest"})).consumers[0]
+    assert earliest.reset_duration_ns is None
+    old = {**doc, "kafka_version": "3.6"}
+    assert "KIP-1106" in the_problem(old, "consumers[0].auto.offset.reset")
+
+
+@pytest.mark.parametrize(
     ("key", "value"),
     [
         ("auto.offset.reset", "smallest"),
-        ("auto.offset.reset", "by_duration:PT1H"),
+        ("auto.offset.reset", "by_duration:1h"),
+        ("auto.offset.reset", "by_duration:-PT1H"),
         ("isolation.level", "READ_COMMITTED"),
         ("loop_ms", 0),
         ("loop_ms", MAX_SIM_MS_LONG + 1),
