@@ -321,15 +321,26 @@ class SegmentedLog:
         The high watermark does not move here."""
         if not records:
             raise ValueError("a batch holds at least one record")
-        if size_bytes > self.config.max_message_bytes:
-            raise LogError("RECORD_TOO_LARGE", f"batch of {size_bytes} bytes > max.message.bytes")
-        if size_bytes > self.config.segment_bytes:
-            raise LogError("RECORD_BATCH_TOO_LARGE", f"batch of {size_bytes} bytes > segment.bytes")
+        too_big = self.too_large(size_bytes)
+        if too_big is not None:
+            error, key, limit = too_big
+            raise LogError(error, f"batch of {size_bytes} bytes > {key} {limit}")
         first = self.log_end_offset
         batch = Batch(tuple(Record(first + i, ts, k, v) for i, (ts, k, v) in enumerate(records)),
                       size_bytes)
         self.maybe_roll(batch, now_ms).append(batch, self.config, now_ms)
         return batch
+
+    def too_large(self, size_bytes: int) -> tuple[str, str, int] | None:
+        """(error, the topic setting, its value) a leader answers for a batch of `size_bytes` it
+        cannot append: over max.message.bytes (UnifiedLog.analyzeAndValidateRecords:
+        MESSAGE_TOO_LARGE, 10) or over segment.bytes (UnifiedLog.append 874-877:
+        RECORD_LIST_TOO_LARGE, 18, Kafka's RecordBatchTooLargeException); None when it fits."""
+        if size_bytes > self.config.max_message_bytes:
+            return "MESSAGE_TOO_LARGE", "max.message.bytes", self.config.max_message_bytes
+        if size_bytes > self.config.segment_bytes:
+            return "RECORD_LIST_TOO_LARGE", "segment.bytes", self.config.segment_bytes
+        return None
 
     def maybe_roll(self, batch: Batch, now_ms: int) -> Segment:
         """`UnifiedLog.maybeRoll`: roll to a segment based at the batch's first offset when the

@@ -216,6 +216,7 @@ class Batch:
         "seq",
         "pepoch",
         "session",
+        "action",
     )
 
     def __init__(
@@ -228,6 +229,7 @@ class Batch:
         session: ProducerSession,
     ):
         self.session = session  # the producer process that sent it
+        self.action: int | None = None  # the produce action's index in the scenario
         self.index = index
         self.records = records
         self.acks = acks

@@ -129,6 +129,14 @@ STEP_KINDS: dict[str, StepKind] = {
         "acks=all and the committed ISR is smaller than the effective min ISR: NOT_ENOUGH_REPLICAS "
         "before the append, so nothing is written",
     ),
+    "leader_reject_too_large": StepKind(
+        "broker",
+        "UnifiedLog.append",
+        _UL,
+        "874-877",
+        "a batch larger than max.message.bytes (MESSAGE_TOO_LARGE) or than segment.bytes "
+        "(RECORD_LIST_TOO_LARGE) is refused before the append; the producer does not retry it",
+    ),
     "leader_reject_out_of_order": StepKind(
         "broker",
         "ProducerAppendInfo.checkSequence",

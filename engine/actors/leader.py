@@ -84,6 +84,20 @@ class LeaderRole:
             )
             return
         existing = br.batch_offsets.get(idx) if batch.idempotent else None
+        if existing is None and br.seg is not None and batch.nbytes is not None:
+            too_big = br.seg.too_large(batch.nbytes)
+            if too_big is not None:
+                error, key, limit = too_big
+                self._reject_produce(
+                    bid,
+                    idx,
+                    attempt_id,
+                    "leader_reject_too_large",
+                    error,
+                    f"{who} refuses {_fmt_records(batch.records)}: a batch of {batch.nbytes} bytes is more "
+                    f"than the topic's {key}={limit}: {error}, nothing appended",
+                )
+                return
         if existing is None and batch.idempotent:
             state = self._last_sequence(br, batch.session.pid)
             if state is not None:

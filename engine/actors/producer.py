@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..clients_spec import DEFAULT_PRODUCER_ID
+from ..scenario import ScenarioError
 from ..segments import batch_size_bytes
 from ..state import (
     FIRST_PRODUCER_ID,
@@ -58,6 +59,7 @@ class ProducerRole:
             key = None if b.key is None else b.key.encode()
             b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
         b.first_send = self.now
+        b.action = self.action
         b.deadline = self.now + pc.delivery_timeout_ms
         self.batches.append(b)
         self.senders.add(session)
@@ -313,6 +315,18 @@ class ProducerRole:
             error=error,
         )
         b.error = error
+        if error == "MESSAGE_TOO_LARGE" and len(b.records) > 1:
+            # Sender.completeBatch 668-680 splits such a batch and sends the halves again
+            raise ScenarioError(
+                [
+                    {
+                        "path": f"actions[{b.action}]" if b.action is not None else "actions",
+                        "message": "a batch of several records over max.message.bytes: the producer would "
+                        "split it and send the parts again, which is not simulated yet; produce one record "
+                        "per batch, or fewer bytes",
+                    }
+                ]
+            )
         if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._unanswered(b.session, b.index) is None:
             self._bump_producer_epoch(b)
         if error in REFRESH_METADATA:

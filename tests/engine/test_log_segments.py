@@ -328,7 +328,7 @@ def test_batch_larger_than_a_segment_is_refused():
     log = SegmentedLog.create(LogConfig(segment_bytes=100))
     with pytest.raises(LogError) as err:
         produce(log, 0, size=101)
-    assert err.value.error == "RECORD_BATCH_TOO_LARGE"
+    assert err.value.error == "RECORD_LIST_TOO_LARGE"
     assert log.log_end_offset == 0
 
 
@@ -516,3 +516,45 @@ def test_invariants_over_random_schedules(seed):
             assert segment.size_bytes <= config.segment_bytes
         offsets = [r.offset for s in log.segments for r in s.records()]
         assert offsets == list(range(log.segments[0].base_offset, log.log_end_offset))
+
+
+# ---- a batch the leader cannot append (UnifiedLog.append 874-877; Errors 10 and 18) ----------
+
+
+def _too_big(topic: dict, records: list[str], nbytes: int) -> dict:
+    from engine import simulate
+
+    sc = {
+        "topic": {"replication.factor": 3, **topic},
+        "consumers": [],
+        "actions": [{"do": "produce", "records": records, "bytes": nbytes}, {"do": "settle"}],
+    }
+    return simulate(sc, steps=True)
+
+
+def test_a_batch_over_segment_bytes_is_refused_by_the_leader_and_not_retried():
+    """RecordBatchTooLargeException is Errors.RECORD_LIST_TOO_LARGE (18), not retriable: the
+    producer fails the batch at once; nothing is appended anywhere (the run goes on)."""
+    r = _too_big({"segment.bytes": 200}, ["a", "b", "c"], 300)
+    (p,) = r["produce"]
+    assert (p["outcome"], p["error"], p["attempts"]) == ("failed", "RECORD_LIST_TOO_LARGE", 1)
+    refused = [s for s in r["steps"] if s["kind"] == "leader_reject_too_large"]
+    assert len(refused) == 1 and "segment.bytes=200" in refused[0]["text"]
+    assert r["partitions"][0]["log"] == [] and r["partitions"][0]["leo"] == 0
+
+
+def test_a_record_over_max_message_bytes_gets_message_too_large():
+    """max.message.bytes is not a scenario key: its default, 1048588 bytes, applies."""
+    r = _too_big({}, ["big"], 2_000_000)
+    (p,) = r["produce"]
+    assert (p["outcome"], p["error"]) == ("failed", "MESSAGE_TOO_LARGE")
+
+
+def test_a_several_record_batch_over_max_message_bytes_is_refused_clearly():
+    """Kafka's producer splits such a batch and resends the parts (Sender.completeBatch); not
+    simulated yet, so the run stops with a problem, never half-way."""
+    from engine import ScenarioError
+
+    with pytest.raises(ScenarioError) as e:
+        _too_big({}, ["x", "y"], 2_000_000)
+    assert "split" in e.value.problems[0]["message"] and e.value.problems[0]["path"] == "actions[0]"

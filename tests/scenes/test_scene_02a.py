@@ -174,6 +174,18 @@ def test_the_challenge_is_one_knob_away_in_two_beats(s02a):
     assert judge(s02a, "fell-off-the-log", {"auto.offset.reset": "latest"}, step=reset)[0]
 
 
+@pytest.mark.parametrize("segment_bytes", range(100, 1001, 100))
+def test_every_segment_bytes_the_knob_offers_runs_every_beat(s02a, segment_bytes):
+    """The knob goes down to 100 bytes, below a 300-byte batch: the leader then refuses it with
+    RECORD_LIST_TOO_LARGE and the beat goes on (the learner check saw an error page instead)."""
+    for beat in BEATS:
+        r = replay(s02a, beat, {"segment.bytes": segment_bytes})
+        refused = [p for p in r["produce"] if p["error"] == "RECORD_LIST_TOO_LARGE"]
+        assert bool(refused) == any(p["outcome"] == "failed" for p in r["produce"])
+        if segment_bytes >= 300:
+            assert not refused, (beat, segment_bytes)
+
+
 def test_live_answers_read_the_segments_at_the_step(s02a):
     from scene_helpers import engine
 
