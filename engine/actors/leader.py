@@ -136,11 +136,18 @@ class LeaderRole:
             if self.quiet:
                 self.count_step()
             else:
+                if self.part2:  # the client-side scenes: where the records land, no epochs yet
+                    where = _fmt_offsets(first, last)
+                    text = f"{who} appends {_fmt_records(batch.records)} to the log at {where}"
+                else:
+                    text = (
+                        f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
+                        f"(epoch {epoch}); LEO {br.leo}"
+                    )
                 self.step(
                     "leader_append",
                     f"broker-{bid}",
-                    f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
-                    f"(epoch {epoch}); LEO {br.leo}",
+                    text,
                     broker=bid,
                     records=batch.records,
                     offsets=[first, last],
@@ -239,6 +246,10 @@ class LeaderRole:
                     f"replicas have {_fmt_records(b.records)} (the KIP-250 quorum, not every ISR "
                     "member); the request succeeds"
                 )
+            elif acks == -1 and self.part2:
+                # the client-side scenes come before replication: the same fact, fewer terms
+                where = "on every in-sync replica" if len(self.replicas) > 1 else "in the log"
+                text = f"B{br.id} answers the producer: {_fmt_records(b.records)} stored {where}"
             elif acks == -1:
                 text = (
                     f"B{br.id}'s HW {br.hw} passed offset {required - 1}: every ISR member has "
@@ -334,12 +345,12 @@ class LeaderRole:
         if self.quiet:
             self.count_step()
         else:
-            self.step(
-                "leader_advance_high_watermark",
-                f"broker-{br.id}",
-                f"Leader B{br.id} HW {old} -> {candidate}",
-                broker=br.id,
-            )
+            if self.part2:
+                upto = "offset 0" if candidate == 1 else f"offsets up to {candidate - 1}"
+                text = f"B{br.id}'s high watermark moves {old} -> {candidate}: consumers can now read {upto}"
+            else:
+                text = f"Leader B{br.id} HW {old} -> {candidate}"
+            self.step("leader_advance_high_watermark", f"broker-{br.id}", text, broker=br.id)
         self._check_purgatory(br)
 
     def _leader_on_fetch(

@@ -229,7 +229,8 @@ class ProducerRole:
             self.step(
                 "producer_send",
                 b.session.id,
-                f"{_name(b)} sends {_fmt_records(b.records)} to B{leader} with acks={b.acks_shown}{retry}",
+                f"{_name(b)} sends {_fmt_records(b.records)}{_keyed(b) if self.part2 else ''} to "
+                f"B{leader} with acks={b.acks_shown}{retry}",
                 produce=idx,
                 broker=leader,
                 records=b.records,
@@ -397,3 +398,8 @@ def _the(b: Batch, capital: bool = False) -> str:
     if pid == DEFAULT_PRODUCER_ID:
         return "The producer" if capital else "the producer"
     return f"Producer {pid}" if capital else f"producer {pid}"
+
+
+def _keyed(b: Batch) -> str:
+    """' (key "alice")' for a keyed batch: the key decides its partition (engine/producers.py)."""
+    return "" if b.key is None else f' (key "{b.key}")'

@@ -40,7 +40,7 @@ def test_header_knobs_and_beats(s03):
     assert (knobs["partitions"].min, knobs["partitions"].max, knobs["partitions"].default) == (1, 12, 3)
     assert [b.id for b in s03.beats] == BEATS
     assert s03.challenge.goal == "hot_partition"
-    assert "consumers" not in s03.base_scenario
+    assert s03.base_scenario["consumers"] == [], "no reader: part 2 of the contract, nobody consuming"
 
 
 def test_the_hash_values_the_narration_quotes():
