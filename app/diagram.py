@@ -829,6 +829,26 @@ def _lane_layout(
     return out, top + LANE_H + (lines - 1) * 12
 
 
+KEY_CHAR_W = 5.2  # an italic 9 px character, about
+KEY_SQUEEZE = 0.6  # the narrowest a key's letters are pressed together before it is cut instead
+
+
+def _key_text(key: str, cell_w: float) -> tuple[str, float | None]:
+    """A record's key under its value: whole when it fits the cell; pressed into the cell's width
+    (SVG textLength) when that keeps it readable, since a key that differs only at its end
+    ("user-1", "user-2") says nothing once cut; else cut to what fits. (text, textLength or None)."""
+    if not key:
+        return "", None
+    room = cell_w - 4
+    natural = len(key) * KEY_CHAR_W
+    if natural <= room:
+        return key, None
+    if room / natural >= KEY_SQUEEZE:
+        return key, round(room, 1)
+    text = short(key, KEY_CHARS)
+    return (text, None) if _fits(text, cell_w, KEY_CHAR_W) else ("", None)
+
+
 def _fits(text: str, cell_w: float, char_w: float = 6.4) -> bool:
     """Whether a cell's text fits in it: always in a wide cell, in a narrow one when it is short
     (a one- or two-letter record name stays readable when a long log narrows the cells)."""
@@ -926,11 +946,11 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 glyph="",
                 title=c["title"],
             )
-            key = short(c["key"], KEY_CHARS) if _fits(short(c["key"], KEY_CHARS), cell_w, 5.2) else ""
+            key, key_len = _key_text(c["key"], cell_w)
             # a record without a key has its value in the middle of the cell
             ty = cell.ty if key else round(cell.my + 4, 1)
             cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": ty, "ey": cell.ey,
-                          "x2": cell.x2, "my": cell.my, "key": key})
+                          "x2": cell.x2, "my": cell.my, "key": key, "key_len": key_len})
         row["cells"] = cells
         marker_y = cell_y + g.cell_h + 1
         m = dict(r["markers"])

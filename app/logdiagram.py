@@ -431,11 +431,12 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
     share = loads.get(number)
     if share is not None:
         n = share["records"]
-        text = f"{n} rec · {share['share'] * 100:.0f}%" + (" · hot" if share["hot"] else "")
+        # counts, not rounded percentages (12, 12 and 75 % sent a learner looking for 1 %)
+        text = f"{n} of {share['total']} rec" + (" · hot" if share["hot"] else "")
         badges.append({
             "text": text, "cls": "hot" if share["hot"] else "load",
-            "title": (f"P{number} holds {n} of the topic's {share['total']} records "
-                      f"({share['share'] * 100:.0f}%); an even share would be {share['even']:.1f}"
+            "title": (f"P{number} holds {n} of the topic's {share['total']} records; an even "
+                      f"share would be {share['even']:.1f}"
                       + ("; at twice that or more it is a hot partition" if share["hot"] else "")),
         })
     conditions = dg.condition_badges(b, replica=False) if b else []
@@ -664,8 +665,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
                 f"LEO {st['leo']}): {_log_text(st)}.")
         share = loads.get(st["number"])
         if share is not None:
-            text += (f" It holds {share['records']} of the topic's {share['total']} records "
-                     f"({share['share'] * 100:.0f}%)" + (", a hot partition." if share["hot"] else "."))
+            text += (f" It holds {share['records']} of the topic's {share['total']} records"
+                     + (", a hot partition." if share["hot"] else "."))
         deleted = [e for e in st["log"] if int(e["offset"]) < st["log_start"]]
         if deleted:
             gone = row["deleted"]

@@ -168,9 +168,9 @@ def test_each_partition_shows_its_load_and_a_hot_one_says_so():
     d, _ = drawn("03", "hot-partition", timeline.step_count)
     loads = [[b for b in r["badges"] if b["cls"] in ("load", "hot")][0] for r in d["rows"]]
     assert [(b["text"], b["cls"]) for b in loads] == [
-        ("1 rec · 12%", "load"), ("1 rec · 12%", "load"), ("6 rec · 75% · hot", "hot")]
+        ("1 of 8 rec", "load"), ("1 of 8 rec", "load"), ("6 of 8 rec · hot", "hot")]
     assert "records per partition: P0 1, P1 1, P2 6 (hot)" in d["summary"]
-    assert "It holds 6 of the topic's 8 records (75%), a hot partition." in " ".join(d["description"])
+    assert "It holds 6 of the topic's 8 records, a hot partition." in " ".join(d["description"])
     # a share says little before the topic holds two records per partition
     early, _ = drawn("03", "hot-partition", step_of(timeline, "leader_append", 1))
     assert not any(b["cls"] == "hot" for r in early["rows"] for b in r["badges"])
@@ -226,3 +226,16 @@ def test_every_beat_of_the_new_scenes_renders_with_its_legend(scene_id):
         if scene_id == "03":
             assert "a hot partition" in page.text and "a partition not created yet" in page.text
         assert ("lanes under a" in page.text) == (scene_id == "02a")
+
+
+def test_a_key_that_differs_only_at_its_end_stays_whole_under_its_record():
+    """'user-1' cut to 'user…' says nothing (the 03 learner check could never read the heavy
+    key): a key a little too wide for its cell is pressed into it instead; a much longer one is cut."""
+    from app.diagram import _key_text
+
+    assert _key_text("alice", 40) == ("alice", None)
+    text, squeezed = _key_text("user-1", 28)
+    assert text == "user-1" and squeezed == 24
+    text, squeezed = _key_text("a-very-long-customer-key", 28)
+    assert squeezed is None and text.endswith("…") and len(text) <= 5
+    assert _key_text("", 28) == ("", None)
