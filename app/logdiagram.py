@@ -180,11 +180,24 @@ def consumer_status(c: dict[str, Any]) -> str:
     return str(status)
 
 
-def received_so_far(steps: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
-    """Per consumer, what poll() returned to the application in the steps so far, in order."""
+def received_so_far(
+    steps: list[dict[str, Any]], *, this_process: bool = False
+) -> dict[str, list[dict[str, Any]]]:
+    """Per consumer, what poll() returned to the application in the steps so far, in order.
+    `this_process`: only since the consumer's latest start (a restarted c0 is a new process that
+    has received nothing yet; the learner check read the old process's records as the new one's)."""
     out: dict[str, list[dict[str, Any]]] = {}
+    stopped: set[str] = set()  # crashed or closed: its next start is a new process
     for s in steps:
-        if s.get("kind") != "consumer_poll":
+        kind = s.get("kind")
+        if this_process and kind in ("consumer_crash", "consumer_close"):
+            stopped.add(str(s.get("consumer")))
+        elif this_process and kind in ("consumer_restart", "consumer_subscribe", "consumer_assign"):
+            cid = str(s.get("consumer"))
+            if kind == "consumer_restart" or cid in stopped:
+                stopped.discard(cid)
+                out[cid] = []
+        if kind != "consumer_poll":
             continue
         got = s.get("got") or []
         records = s.get("records") or []
@@ -502,7 +515,7 @@ def diagram(
     consumers = view.get("consumers") or {}
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
-    received = received_so_far(steps)
+    received = received_so_far(steps, this_process=True)
     acks = format_value((scenario.get("producer") or {}).get("acks", "all"))
     topic = (scenario.get("topic") or {}).get("name", "t")
     several = len(states) > 1

@@ -239,3 +239,23 @@ def test_a_key_that_differs_only_at_its_end_stays_whole_under_its_record():
     text, squeezed = _key_text("a-very-long-customer-key", 28)
     assert squeezed is None and text.endswith("…") and len(text) <= 5
     assert _key_text("", 28) == ("", None)
+
+
+def test_a_restarted_consumer_box_shows_only_what_the_new_process_received():
+    """02a's crash beat: the old c0 received records, then crashed; the new c0 is another process
+    and has received nothing until its own first poll (the learner check read 'received a, b, c,
+    d, e' under the new c0)."""
+    _, timeline = drawn("02a", "read-is-not-commit")
+    restart = step_of(timeline, "consumer_subscribe", nth=2)  # the new process, after the crash
+    before, _ = drawn("02a", "read-is-not-commit", restart - 1)
+    after, _ = drawn("02a", "read-is-not-commit", restart)
+    def lines(d) -> str:
+        (box,) = [b for b in d["boxes"] if b["cls"] == "consumers"]
+        return " ".join(line["text"] for line in box["lines"])
+
+    assert "received" in lines(before)
+    assert "received" not in lines(after)
+    polls = [int(s["i"]) for s in timeline.steps if s["kind"] == "consumer_poll" and int(s["i"]) > restart]
+    if polls:
+        later, _ = drawn("02a", "read-is-not-commit", polls[0])
+        assert "received" in lines(later) or not timeline.steps[polls[0] - 1].get("records")
