@@ -26,6 +26,7 @@ from app.prose import inline
 from app.simulation import Timeline
 from app.sources import link_citations
 from app.state import INJECT_VERBS, QUIET, InjectedAction, SceneState, format_value, knob_choices
+from engine.offsets import OFFSETS_TOPIC_PARTITIONS, coordinator_of
 from engine.steps import STEP_KINDS
 from engine.steps import step_kind as engine_step_kind
 
@@ -896,10 +897,20 @@ def _idle_brokers(timeline: Timeline) -> list[int]:
     holders = _brokers_with_replicas(timeline)
     if not holders:
         return []
-    # a consumer group's coordinator matters too, replica or not (scenes with consumers)
+    # a consumer group's coordinator matters too, replica or not (scenes with consumers), also
+    # before the group's first member has joined it
+    brokers = timeline.view.get("brokers", {})
     holders |= {int(g["coordinator"]) for g in (timeline.view.get("groups") or {}).values()
                 if g.get("coordinator") is not None}
-    brokers = timeline.view.get("brokers", {})
+    scenario = timeline.scenario or {}
+    partitions = (scenario.get("timing") or {}).get("offsets.topic.num.partitions", OFFSETS_TOPIC_PARTITIONS)
+    ids = sorted(int(k) for k in brokers)
+    for c in scenario.get("consumers") or []:
+        if c.get("group.id"):
+            running = lambda b: brokers[str(b)].get("status", "running") == "running"  # noqa: E731
+            coordinator = coordinator_of(str(c["group.id"]), ids, running, int(partitions))
+            if coordinator is not None:
+                holders.add(coordinator)
     return [int(k) for k in sorted(brokers, key=int)
             if int(k) not in holders and brokers[k].get("status", "running") == "running"]
 

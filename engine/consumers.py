@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .clients_spec import BY_DURATION, ConsumerConfig
-from .offsets import NO_OFFSET, Coordinator, Group, offsets_partition_for
+from .offsets import NO_OFFSET, Coordinator, Group, coordinator_of, offsets_partition_for
 from .results import ClientsResult, GroupResult
 from .scenario import problem
 from .segments import reset_timestamp
@@ -132,13 +132,8 @@ class Clients:
     def coordinator_broker(self, group: str) -> int | None:
         """The leader of the group's `__consumer_offsets` partition (GroupCoordinatorService
         .partitionFor): here the first running broker of that partition's stripe."""
-        k = offsets_partition_for(group, self.offsets_partitions)
-        n = len(self.brokers)
-        for j in range(min(3, n)):
-            bid = self.brokers[(k + j) % n]
-            if self.sims[0].brokers[bid].alive:
-                return bid
-        return None
+        brokers = self.sims[0].brokers
+        return coordinator_of(group, self.brokers, lambda b: brokers[b].alive, self.offsets_partitions)
 
     # ---------------------------------------------------------------------------------------
     # the application's calls

@@ -13,7 +13,7 @@ returns; a group is "classic" (subscribe) or "simple" (assign, admin tools), nev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 NO_OFFSET = -1
 OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions
@@ -42,6 +42,21 @@ def offsets_partition_for(group_id: str, partitions: int = OFFSETS_TOPIC_PARTITI
     (its leader is the group's coordinator): abs(groupId.hashCode()) % the topic's partitions. Not
     murmur2."""
     return kafka_abs(java_string_hash(group_id)) % partitions
+
+
+def coordinator_of(
+    group_id: str, brokers: list[int], alive: Any, partitions: int = OFFSETS_TOPIC_PARTITIONS
+) -> int | None:
+    """The group's coordinator: the leader of its `__consumer_offsets` partition, modelled as the
+    first running broker (`alive(broker)`) of that partition's stripe of up to three of the sorted
+    `brokers` (the partition's replicas); None when none of them runs."""
+    k = offsets_partition_for(group_id, partitions)
+    n = len(brokers)
+    for j in range(min(3, n)):
+        bid = brokers[(k + j) % n]
+        if alive(bid):
+            return bid
+    return None
 
 
 @dataclass(frozen=True)

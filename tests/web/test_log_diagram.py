@@ -259,3 +259,20 @@ def test_a_restarted_consumer_box_shows_only_what_the_new_process_received():
     if polls:
         later, _ = drawn("02a", "read-is-not-commit", polls[0])
         assert "received" in lines(later) or not timeline.steps[polls[0] - 1].get("records")
+
+
+def test_the_groups_coordinator_is_never_called_a_broker_where_faults_change_nothing():
+    """Before c0 first joins, payments' coordinator (B2, the leader of __consumer_offsets-13) is
+    already where its commits will go: the 'Break it' panel offers its faults and the note does
+    not call it idle (the learner check found 'B2, B3 hold no replica... changes nothing here')."""
+    from app import presenters
+    from engine.offsets import offsets_partition_for
+
+    assert offsets_partition_for("payments") == 13
+    _, timeline = drawn("02a", "commit-next-offset", 0)
+    note = presenters.idle_brokers_note(timeline)
+    assert "B2" not in note and "B3" in note
+    scene = scenes.load_scene("02a")
+    state, _ = parse_state(scene, [("beat", "commit-next-offset"), ("step", "0")], Settings())
+    rows = presenters.fault_buttons(timeline, state, embed=False)
+    assert {int(r["broker"]) for r in rows} == {1, 2}
