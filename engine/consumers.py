@@ -712,8 +712,9 @@ class Clients:
         self.step(
             "group_member_expired",
             "coordinator",
-            f"No heartbeat from {member} for session.timeout.ms={c.spec.session_timeout_ms}: the coordinator "
-            f"removes it; group {c.group!r} is {g.state}",
+            f"No heartbeat from member {member} ({cid}'s crashed process) for "
+            f"session.timeout.ms={c.spec.session_timeout_ms}: the coordinator removes it; group "
+            f"{c.group!r} is {g.state}",
             consumer=cid,
         )
 
