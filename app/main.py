@@ -225,6 +225,10 @@ class CatchAll:
 
 # every page differs by whether htmx asked for it (a fragment) or a browser did (the whole page)
 VARY = {"Vary": "HX-Request"}
+# the response headers that tell htmx to add a browser history entry for the update, or to
+# replace the current one (they win over the page's hx-push-url)
+HISTORY_PUSH = "HX-Push-Url"
+HISTORY_REPLACE = "HX-Replace-Url"
 
 
 def _wants_json(request: Request) -> bool:
@@ -251,7 +255,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine_pool = pool
     sim = Simulator(settings.simulate_cache_entries, cache_bytes=settings.simulate_cache_bytes)
-    # (body, HX-Push-Url) of a rendered step update; weighed by the body and the key's headers
+    # (body, history headers) of a rendered step update; weighed by the body and the key's headers
     step_updates = ByteBoundedCache(
         None, settings.step_cache_entries, settings.step_cache_bytes, weigh=lambda v: len(v[0]) + 4096
     )
@@ -395,8 +399,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )  # fmt: skip
             cached = step_updates.get(update_key)
             if cached is not None:
-                body, push = cached
-                return HTMLResponse(body, headers={"HX-Push-Url": push, **VARY})
+                body, history = cached
+                return HTMLResponse(body, headers={**history, **VARY})
         timeline, state = build_timeline(sim, scene, state)
         canonical = urls.page_url(state, embed=embed)
         if injecting and not is_htmx:
@@ -414,14 +418,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             only = request.headers.get("X-Diagram")
             context = {**context, "oob": True, "diagram_only": only if only in ("wide", "narrow") else None}
             rendered, hashes = render_panels(panels, context, request.headers.get("X-Panels", ""))
+            # a move along the same timeline replaces the browser's history entry; a new beat,
+            # knob, fault, question or prediction adds one (the URL holds the state either way)
+            history = {HISTORY_REPLACE if state.moves_along(previous) else HISTORY_PUSH: canonical}
             response = render(
                 request,
                 "_update.html",
                 {**context, "panels": panels, "rendered": rendered, "panel_hashes": hashes},
-                headers={"HX-Push-Url": canonical},
+                headers=history,
             )
             if update_key is not None:
-                step_updates.put(update_key, (response.body, canonical))
+                step_updates.put(update_key, (response.body, history))
             return response
         return render(request, "embed.html" if embed else "scene.html", context)
 

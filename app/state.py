@@ -131,6 +131,13 @@ class SceneState:
             and self.actions == other.actions
         )
 
+    def moves_along(self, other: SceneState | None) -> bool:
+        """True when only the position on the timeline differs (the step, or moving by stops or by
+        engine steps): Step, Back, the scrubber, Restart and End. Such a move replaces the
+        browser's history entry instead of adding one (app/main.py), so the browser's Back leaves
+        the beat instead of undoing one step at a time; the URL still names the step."""
+        return other is not None and self.replace(step=other.step, fine=other.fine) == other
+
     def query_pairs(self, *, embed: bool = False) -> list[tuple[str, str]]:
         pairs: list[tuple[str, str]] = [("beat", self.beat)]
         pairs += list(self.knobs)
