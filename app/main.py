@@ -69,6 +69,7 @@ STEP_PANELS = [
     "_share.html",
     "_state_fields.html",
     "_check.html",  # a prediction (guess=) changes only the state, not the scenario
+    "_knob_notes.html",  # why a knob value was corrected; empty (and left out) on most steps
 ]
 SCENARIO_PANELS = [p if p != "_code_step.html" else "_code.html" for p in STEP_PANELS] + [
     "_beat.html",
@@ -88,6 +89,7 @@ EMBED_STEP_PANELS = [
     "_faults.html",
     "_log.html",
     "_state_fields.html",
+    "_knob_notes.html",
 ]
 EMBED_SCENARIO_PANELS = EMBED_STEP_PANELS + ["_beat.html", "_knobs.html"]
 # Sent whenever listed, never skipped as unchanged (see render_panels).
@@ -384,7 +386,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(
                 path + (f"?{request.url.query}" if request.url.query else ""), status_code=308
             )
-        state, notes = parse_state(scene, read_query(request), settings, embed=embed)
+        query = read_query(request)
+        state, notes = parse_state(scene, query, settings, embed=embed)
         injecting = state.inject is not None
         is_htmx = request.headers.get("HX-Request") == "true"
         restoring = request.headers.get("HX-History-Restore-Request") == "true"
@@ -413,6 +416,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 panels = EMBED_STEP_PANELS if same else EMBED_SCENARIO_PANELS
             else:
                 panels = STEP_PANELS if same else SCENARIO_PANELS
+            # a knob value the page corrected (one this beat cannot run with) leaves the scenario
+            # as it was, but the control must move back to the value that ran, under its note
+            asked = dict(query)
+            if same and any(asked.get(key, value) != value for key, value in state.knobs):
+                panels = panels + ["_knobs.html"]
             # the page shows one of the diagram's two geometries; app.js names it, so a step
             # update draws only that one (anything else: both, as a full page does)
             only = request.headers.get("X-Diagram")
@@ -457,6 +465,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if "metadata_log" in scene.panels and timeline.step > 0:
             previous_view = sim.view(timeline.scenario, timeline.step - 1)
         full_url = urls.scene_url(state.replace(lock=None, from_step=None, to_step=None))
+        locked = embed and state.lock == "beat"
+        knob_keys = tuple(k.key + "=" for k in scene.knobs)
+
+        def knob_note(note: str) -> bool:  # notes about a knob value start "key=value"
+            return note.startswith(knob_keys)
+
         embed_src = urls.embed_url(state)
         stops = frames.timeline_stops(sim, timeline, frames.beat_key_moments(scene.beat(state.beat)))
         beat = presenters.beats_panel(scene, state, timeline, embed=embed, stops=stops)
@@ -478,7 +492,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if k not in dict(state.knobs) and k not in ("step", "ask")
             ],
             "here": here_forms(state, embed=embed),
-            "notes": presenters.notes_panel(notes),
+            # a note about a knob's value shows at the knobs (unless an embed locks them away)
+            "notes": presenters.notes_panel(notes if locked else [n for n in notes if not knob_note(n)]),
+            "knob_notes": [] if locked else [n for n in notes if knob_note(n)],
             "diagram": presenters.diagram(timeline, timeline.scenario),
             "beat_label": presenters.beat_label(scene, state, timeline),
             "compare": compare,
@@ -492,7 +508,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "log": presenters.event_log(timeline, settings.max_log_lines),
             "code": presenters.code_panel(scene, timeline),
             "knobs": presenters.knobs_panel(scene, state),
-            "locked": embed and state.lock == "beat",
+            "locked": locked,
             "headroom": presenters.headroom(state),
             "beat": beat,
             "qa": qa_panel(scene, state, timeline, embed=embed),

@@ -24,6 +24,12 @@ def notes(html: str) -> str:
     return match.group(0) if match else ""
 
 
+def knob_notes(html: str) -> str:
+    """The notes about knob values, which show above the knobs."""
+    match = re.search(r'<div id="knob-notes".*?</div>', html, re.S)
+    return match.group(0) if match else ""
+
+
 # -- pages ------------------------------------------------------------------------------------
 
 
@@ -161,10 +167,10 @@ def test_embed_can_be_locked_to_a_beat_and_a_step_range(client):
 def test_out_of_range_knob_renders_the_nearest_valid_state_with_a_message(client):
     r = client.get(SCENE + "?min.insync.replicas=9")
     assert r.status_code == 200
-    assert "min.insync.replicas=9 is above the largest value" in notes(r.text)
+    assert "min.insync.replicas=9 is above the largest value" in knob_notes(r.text)
     assert dict(r.context["state"].knobs)["min.insync.replicas"] == "5"
     r = client.get(SCENE + "?acks=2")
-    assert r.status_code == 200 and "acks=2 is not available" in notes(r.text)
+    assert r.status_code == 200 and "acks=2 is not available" in knob_notes(r.text)
     assert dict(r.context["state"].knobs)["acks"] == "all"  # the knob default
 
 
