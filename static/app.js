@@ -220,28 +220,47 @@
     requestAnimationFrame(revealViewer);
   });
 
-  // -- glossary tooltips stay on screen -----------------------------------------------------------
+  // -- glossary definitions stay on screen ----------------------------------------------------------
   // A term's definition shows under it as a tooltip on hover or keyboard focus (static/app.css),
-  // starting at the term's left edge; a term near the right edge would push it off the screen, so
-  // shift it left by the overflow. (The opened popover is centred on the screen already.)
-  function placeTip(term) {
-    var tip = term && term.parentElement && term.parentElement.querySelector(".gl-tip");
-    if (!tip || tip.matches(":popover-open")) { return; }
+  // starting at the term's left edge. Near either edge of the screen that would run off it, so the
+  // tooltip is moved sideways by what sticks out, and kept EDGE_PX clear of both edges. Opened by a
+  // click or a tap it is a popover centred on the screen; the tooltip's offsets must not follow it
+  // there (a tap focuses the term first: on a phone the card sat 8 px off the left edge), so they
+  // are cleared when it opens, and worked out again when it closes.
+  var EDGE_PX = 8;
+  function clearTip(tip) {
     tip.style.removeProperty("left");
     tip.style.removeProperty("top");
     tip.style.removeProperty("bottom");
+  }
+  function placeTip(term) {
+    var tip = term && term.parentElement && term.parentElement.querySelector(".gl-tip");
+    if (!tip) { return; }
+    clearTip(tip);
+    if (tip.matches(":popover-open")) { return; }
     var box = tip.getBoundingClientRect();
     if (!box.width) { return; }
-    var edge = document.documentElement.clientWidth - 8;
-    if (box.right > edge) {
-      tip.style.left = Math.round(Math.min(box.right - edge, box.left - 8) * -1) + "px";
-    }
+    var width = document.documentElement.clientWidth;
+    var shift = 0;
+    if (box.right > width - EDGE_PX) { shift = width - EDGE_PX - box.right; }
+    if (box.left + shift < EDGE_PX) { shift = EDGE_PX - box.left; }
+    if (shift) { tip.style.left = Math.round(shift) + "px"; }
     // near the bottom of the screen it opens above the term instead, when there is room there
-    if (box.bottom > window.innerHeight - 8 && term.getBoundingClientRect().top > box.height + 8) {
+    if (box.bottom > window.innerHeight - EDGE_PX && term.getBoundingClientRect().top > box.height + EDGE_PX) {
       tip.style.top = "auto";
       tip.style.bottom = "calc(100% + 4px)";
     }
   }
+  // the popover's toggle event does not bubble: listen in the capture phase
+  document.addEventListener("toggle", function (event) {
+    var tip = event.target instanceof Element && event.target.matches(".gl-tip") ? event.target : null;
+    if (!tip) { return; }
+    if (event.newState === "open") { clearTip(tip); return; }
+    var term = tip.parentElement && tip.parentElement.querySelector(".gl-term");
+    if (term && (term.matches(":focus-visible") || term.parentElement.matches(":hover"))) {
+      requestAnimationFrame(function () { placeTip(term); });
+    }
+  }, true);
   // Escape hides the definition shown on hover or focus, until the pointer or focus leaves
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape") { return; }
