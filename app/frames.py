@@ -447,13 +447,30 @@ def beat_key_moments(beat: Any) -> tuple[KeyMoment, ...]:
     )
 
 
-def timeline_stops(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()) -> list[Stop]:
-    """The stops of a timeline (the page's whole run, not an embed's window), cached."""
+@dataclass(frozen=True)
+class Path:
+    """A timeline's stops, and the height each geometry of its diagram needs at the tallest of
+    them (`box`: {"wide": units, "narrow": units}, empty when the steps cannot be drawn)."""
+
+    stops: list[Stop]
+    box: dict[str, int]
+
+
+def timeline_path(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()) -> Path:
+    """The stops of a timeline (the page's whole run, not an embed's window) and the diagram's
+    box, cached per scenario.
+
+    The box is what keeps the Step bar still: the drawing grows and shrinks from step to step (a
+    message in flight adds a line), so the page draws every step of the timeline at the height of
+    its tallest stop (presenters.diagram pads the shorter ones at the bottom). Finding the stops
+    already draws most steps; the box takes every step drawn that way, and draws the stops that
+    were not (at most one drawing per stop more)."""
     from app import presenters
     from app.simulation import Timeline, canonical_json
 
     scenario = timeline.scenario
     views = sim.views(scenario)
+    heights: dict[int, tuple[int, int]] = {}
 
     def draw(step: int) -> dict[str, Any] | None:
         if views is None:
@@ -467,7 +484,24 @@ def timeline_stops(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = (
             first_step=0,
             last_step=timeline.step_count,
         )
-        return presenters.diagram(at, scenario)
+        drawn = presenters.diagram(at, scenario)
+        heights[step] = (int(drawn["height"]), int(drawn["narrow"]["height"]))
+        return drawn
+
+    def build() -> Path:
+        found = stops(timeline, draw, key_moments)
+        if views is None:
+            return Path(found, {})
+        for stop in found:
+            if stop.step not in heights:
+                draw(stop.step)
+        return Path(found, {"wide": max(h[0] for h in heights.values()),
+                            "narrow": max(h[1] for h in heights.values())})
 
     key = ("stops", canonical_json(scenario), tuple(key_moments))
-    return sim.memo(key, lambda: stops(timeline, draw, key_moments))
+    return sim.memo(key, build)
+
+
+def timeline_stops(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()) -> list[Stop]:
+    """The stops of a timeline (the page's whole run, not an embed's window), cached."""
+    return timeline_path(sim, timeline, key_moments).stops

@@ -458,9 +458,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ) -> dict[str, Any]:
         canonical = urls.page_url(state, embed=embed)
         base = str(request.base_url).rstrip("/")
-        compare = presenters.compare_panel(
-            scene, state, timeline, build_compare(sim, scene, state, timeline), embed=embed
-        )
+        moments = frames.beat_key_moments(scene.beat(state.beat))
+        path = frames.timeline_path(sim, timeline, moments)
+        run = build_compare(sim, scene, state, timeline)
+        compare_box = frames.timeline_path(sim, run.timeline).box if run and run.timeline else None
+        compare = presenters.compare_panel(scene, state, timeline, run, embed=embed, box=compare_box)
         previous_view = None
         if "metadata_log" in scene.panels and timeline.step > 0:
             previous_view = sim.view(timeline.scenario, timeline.step - 1)
@@ -472,7 +474,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return note.startswith(knob_keys)
 
         embed_src = urls.embed_url(state)
-        stops = frames.timeline_stops(sim, timeline, frames.beat_key_moments(scene.beat(state.beat)))
+        stops = path.stops
         beat = presenters.beats_panel(scene, state, timeline, embed=embed, stops=stops)
         return {
             "page_title": f"{scene.id} · {scene.title}",
@@ -495,7 +497,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # a note about a knob's value shows at the knobs (unless an embed locks them away)
             "notes": presenters.notes_panel(notes if locked else [n for n in notes if not knob_note(n)]),
             "knob_notes": [] if locked else [n for n in notes if knob_note(n)],
-            "diagram": presenters.diagram(timeline, timeline.scenario),
+            "diagram": presenters.diagram(timeline, timeline.scenario, box=path.box),
             "beat_label": presenters.beat_label(scene, state, timeline),
             "compare": compare,
             "state_panels": state_panels.state_panels(scene, timeline, previous_view),

@@ -230,9 +230,16 @@ def knob_note(scene: Any, beat: Any, values: dict[str, str]) -> str | None:
 
 
 def compare_panel(
-    scene: Any, state: SceneState, timeline: Timeline, run: Any, *, embed: bool = False
+    scene: Any,
+    state: SceneState,
+    timeline: Timeline,
+    run: Any,
+    *,
+    embed: bool = False,
+    box: dict[str, int] | None = None,
 ) -> dict[str, Any] | None:
-    """The comparison column: its diagram, title, label and what its producer heard, or why not."""
+    """The comparison column: its diagram, title, label and what its producer heard, or why not.
+    `box` is the comparison run's diagram box (see `diagram`)."""
     if run is None:
         return None
     beat = scene.beat(state.beat)
@@ -259,7 +266,9 @@ def compare_panel(
     out["label"] = _label_for(compare.label, other)
     # with several partitions the comparison draws the partition the main diagram draws
     main_partition = _current_partition(timeline) if several_partitions(timeline) else None
-    out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition)
+    out["diagram"] = diagram(
+        other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition, box=box
+    )
     out["outcomes"] = produce_outcomes(other)
     out["same_as_main"] = run.same_as_main
     main_t, other_t = int(timeline.view.get("t_ms", 0)), int(other.view.get("t_ms", 0))
@@ -446,12 +455,27 @@ def diagram(
     id_prefix: str = "dg",
     defs: bool = True,
     partition: int | None = None,
+    box: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The cluster at the timeline's step, laid out for a wide screen (the top-level keys) and for
     a phone (`narrow`). `id_prefix` keeps element ids unique when a page shows two diagrams; only
     the first one (`defs`) defines the shared patterns. With several partitions it draws
     `partition`, by default the one the current step is about. A scene with consumers draws every
-    partition's log and its readers instead (app/logdiagram.py)."""
+    partition's log and its readers instead (app/logdiagram.py).
+
+    `box` (app.frames.timeline_path) is the height of each geometry at the timeline's tallest
+    stop: a shorter drawing is padded to it at the bottom, so the drawing, and the Step bar under
+    it, keep their place from step to step."""
+    drawn = _diagram(timeline, scenario, id_prefix=id_prefix, defs=defs, partition=partition)
+    for geometry, layout in (("wide", drawn), ("narrow", drawn["narrow"])):
+        if box and box.get(geometry, 0) > layout["height"]:
+            layout["height"] = box[geometry]
+    return drawn
+
+
+def _diagram(
+    timeline: Timeline, scenario: dict[str, Any], *, id_prefix: str, defs: bool, partition: int | None
+) -> dict[str, Any]:
     if logdiagram.log_mode(scenario):
         return logdiagram.diagram(timeline, scenario, id_prefix=id_prefix, defs=defs)
     view, number, count = _partition_view(timeline, partition)

@@ -115,6 +115,8 @@ def _weigh_tags(value: Tags) -> int:
 def _weigh_derived(value: Any) -> int:
     """About how many bytes a derived list (a timeline's stops) holds: each item's texts and
     fixed fields; anything else counts as one small object."""
+    if hasattr(value, "stops"):  # app.frames.Path: the stops and a small box
+        value = value.stops
     if not isinstance(value, (list, tuple)):
         return 256
     total = 64
