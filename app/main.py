@@ -58,9 +58,12 @@ STEP_PANELS = [
     "_live.html",
     "_diagram.html",
     "_caption.html",
+    "_caption_room.html",
     "_stepbar.html",
+    "_describe.html",
     "_state_panels.html",
     "_timeline.html",
+    "_pace.html",
     "_here.html",
     "_faults.html",
     "_log.html",
@@ -68,7 +71,8 @@ STEP_PANELS = [
     "_qa.html",
     "_share.html",
     "_state_fields.html",
-    "_check.html",  # a prediction (guess=) changes only the state, not the scenario
+    "_check.html",
+    "_predict.html",  # a prediction (guess=) changes only the state, not the scenario
     "_knob_notes.html",  # why a knob value was corrected; empty (and left out) on most steps
 ]
 SCENARIO_PANELS = [p if p != "_code_step.html" else "_code.html" for p in STEP_PANELS] + [
@@ -82,9 +86,12 @@ EMBED_STEP_PANELS = [
     "_live.html",
     "_diagram.html",
     "_caption.html",
+    "_caption_room.html",
     "_stepbar.html",
+    "_describe.html",
     "_state_panels.html",
     "_timeline.html",
+    "_pace.html",
     "_here.html",
     "_faults.html",
     "_log.html",

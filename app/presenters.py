@@ -825,8 +825,7 @@ def caption_panel(
         title, jump = stop.title, stop.time_jump
     else:
         title = str(timeline.current.get("text", "")) if timeline.current else ""
-        gap = int(timeline.current.get("t_ms", 0)) - (int(steps[step - 2].get("t_ms", 0)) if step > 1 else 0)
-        jump = f"{frames.format_ms(gap)} later" if gap > frames.TIME_JUMP_MS else None
+        jump = _gap_jump(steps, step)
     expand_url = None
     if stop is not None and stop.repeat and not state.fine:
         start = (stop.repeat_first_step or stop.first_step) - 1
@@ -836,6 +835,7 @@ def caption_panel(
         for s in steps[max(0, step - CAPTION_LOG_LINES) : step]
     ]
     return {
+        "room": caption_room(timeline, state, path),
         "title": title,
         "jump": jump,
         "key_moment": stop.key_moment if stop is not None else None,
@@ -846,6 +846,62 @@ def caption_panel(
         "log": lines,
         "t_ms": timeline.view.get("t_ms", 0),
     }
+
+
+# The caption reserves room for the beat's longest caption, so its height does not change from
+# step to step: hidden copies of the captions likely to be the tallest sit in the same grid cell as
+# the current one (templates/_caption.html), and the cell is as tall as the tallest of them, at
+# whatever width the page has. Which ones: the longest by estimated lines at a phone's and at a
+# desktop's measure.
+ROOM_LINE_CHARS = (38, 90)
+ROOM_PER_MEASURE = 2
+
+
+def _gap_jump(steps: list[dict[str, Any]], k: int) -> str | None:
+    """ "9 s later" when more than a second of simulated time passed before step k (1-based)."""
+    gap = int(steps[k - 1].get("t_ms", 0)) - (int(steps[k - 2].get("t_ms", 0)) if k > 1 else 0)
+    return f"{frames.format_ms(gap)} later" if gap > frames.TIME_JUMP_MS else None
+
+
+def caption_room(
+    timeline: Timeline, state: SceneState, path: list[frames.Stop] | None
+) -> list[dict[str, Any]]:
+    """The captions of this timeline that the caption box keeps room for: each a dict of the parts
+    that stack in it (key moment, jump, title, whether it has the expand link, and whether it is
+    the last stop, which offers the next beat)."""
+    steps = timeline.steps
+    candidates: list[dict[str, Any]] = []
+    if path and not state.fine:
+        for stop in path:
+            if stop.step <= timeline.first_step:
+                continue
+            candidates.append({
+                "key_moment": stop.key_moment,
+                "jump": stop.time_jump,
+                "title": stop.title,
+                "expand": stop.repeat,
+                "last": stop.step >= timeline.last_step,
+            })
+    else:
+        for k in range(max(1, timeline.first_step + 1), timeline.last_step + 1):
+            candidates.append({
+                "key_moment": None,
+                "jump": _gap_jump(steps, k),
+                "title": str(steps[k - 1].get("text", "")),
+                "expand": False,
+                "last": k >= timeline.last_step,
+            })
+
+    def lines(c: dict[str, Any], chars: int) -> int:
+        parts = [c["key_moment"] and "Key moment: " + c["key_moment"], (c["jump"] or "") + " " + c["title"],
+                 c["expand"] and "Show these steps one by one", c["last"] and "Next beat: " + "x" * 40]
+        return sum(-(-len(p) // chars) for p in parts if p)
+
+    chosen: list[dict[str, Any]] = []
+    for chars in ROOM_LINE_CHARS:
+        ranked = sorted(candidates, key=lambda c: lines(c, chars), reverse=True)
+        chosen += [c for c in ranked[:ROOM_PER_MEASURE] if c not in chosen]
+    return chosen
 
 
 def key_moments_panel(

@@ -114,12 +114,20 @@
   var focusedId = null;
   var fallback = null;
   // The caption's "Next beat" link is gone once the next beat starts: focus goes to Step.
+  // Each entry is tried in turn (a selector list would take the first match in page order).
   function fallbackFor(el) {
-    if (el && el.id === "caption-next") { return "#step-forward"; }
+    if (el && el.id === "caption-next") { return ["#step-forward"]; }
     // at the last stop Step is no longer a link: go on to the caption's "Next beat", else Back
-    if (el && el.id === "step-forward") { return "#caption-next, #step-back"; }
+    if (el && el.id === "step-forward") { return ["#caption-next", "#step-back"]; }
     var m = el && el.id && /^fault-.+-(\d+)$/.exec(el.id);
-    return m ? "#faults button[id$='-" + m[1] + "']" : null;
+    return m ? ["#faults button[id$='-" + m[1] + "']"] : null;
+  }
+  function firstOf(selectors) {
+    for (var i = 0; selectors && i < selectors.length; i++) {
+      var found = document.querySelector(selectors[i]);
+      if (found) { return found; }
+    }
+    return null;
   }
   document.addEventListener("htmx:beforeRequest", function (event) {
     var active = document.activeElement;
@@ -135,7 +143,7 @@
     if (!active || active === document.body) {
       var again = document.getElementById(focusedId);
       if (again && !again.matches("a[href], button:not([disabled]), input, select, [tabindex]")) { again = null; }
-      again = again || (fallback && document.querySelector(fallback));
+      again = again || firstOf(fallback);
       if (again) { again.focus({ preventScroll: true }); }
     }
   });
@@ -218,6 +226,46 @@
     reveal = false;
     // htmx settles each swapped panel in turn: wait until all of them are in
     requestAnimationFrame(revealViewer);
+  });
+
+  // -- on a phone, the caption stays clear of the pinned Step bar -------------------------------
+  // The bar rides at the bottom of the screen (static/app.css) and the caption follows the
+  // diagram in the page, so a tall diagram leaves the caption under the bar. After Step or Back
+  // (the bar's links, or the Step key, which clicks them) the page scrolls by just what it takes to
+  // show the whole caption above the bar, or its top when it is taller than the room. The heights
+  // do not change within a beat, so this scrolls at most once; the next steps find it in view.
+  var CAPTION_GAP_PX = 6;
+  var stepped = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    stepped = !!(elt && elt.closest && elt.closest("#stepbar"));
+  });
+  function captionClearOfBar() {
+    var bar = document.getElementById("stepbar");
+    var caption = document.getElementById("caption");
+    if (!bar || !caption || getComputedStyle(bar).position !== "fixed") { return; }
+    var room = bar.getBoundingClientRect().top - CAPTION_GAP_PX;
+    var box = caption.getBoundingClientRect();
+    var by = 0;
+    if (box.bottom > room) { by = box.bottom - room; }
+    if (box.top - by < CAPTION_GAP_PX) { by = box.top - CAPTION_GAP_PX; }  // taller than the room
+    if (Math.abs(by) >= 1) { window.scrollBy({ top: Math.round(by), behavior: "instant" }); }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!stepped) { return; }
+    stepped = false;
+    requestAnimationFrame(captionClearOfBar);  // htmx settles each swapped panel in turn
+  });
+
+  // -- the diagram in words stays open from step to step ----------------------------------------
+  var describeOpen = false;
+  document.addEventListener("htmx:beforeRequest", function () {
+    var describe = document.getElementById("describe");
+    describeOpen = !!(describe && describe.open);
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var describe = document.getElementById("describe");
+    if (describeOpen && describe && !describe.open) { describe.open = true; }
   });
 
   // -- glossary definitions stay on screen ----------------------------------------------------------

@@ -132,7 +132,7 @@ def test_inject_a_crash_changes_the_diagram_and_the_log(scene: Page, live_server
     expect(row).to_have_class(re.compile(r"\bcrashed\b"))
     expect(scene.locator("#log li.current")).to_contain_text("B2")
     expect(scene.locator("#fault-restart-2")).to_be_visible()
-    expect(scene.locator("#timeline .injected")).to_contain_text("crash:2@5")
+    expect(scene.locator("#pace .injected")).to_contain_text("crash:2@5")
 
 
 def test_tap_a_question_and_ask_one(scene: Page):
@@ -192,7 +192,7 @@ def test_play_runs_to_the_next_steps_and_pauses(scene: Page):
 
 
 def test_predict_then_reveal_and_beats(scene: Page):
-    details = scene.locator("#check .predict details")
+    details = scene.locator("#predict .predict details")
     expect(details).not_to_have_attribute("open", "")
     details.locator("summary").click()
     expect(details).to_have_attribute("open", "")
