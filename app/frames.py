@@ -44,6 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.formats import sim_time
+
 MIN_REPEATS = 3  # a block must occur this many times in a row to be folded
 MAX_PERIOD = 16  # the longest repeating block searched for, in engine steps
 MIN_FOLDED_STEPS = 3  # fewer folded steps than this is not worth a stop of its own
@@ -76,28 +78,10 @@ class Stop:
 
     @property
     def time_jump(self) -> str | None:
-        """ "9.0 s later" when simulated time jumps by more than a second before this stop."""
+        """ "9 s later" when simulated time jumps by more than a second before this stop."""
         if self.folded_ms > TIME_JUMP_MS:
-            return f"{format_ms(self.folded_ms)} later"
+            return f"{sim_time(self.folded_ms)} later"
         return None
-
-
-def format_ms(ms: int) -> str:
-    if ms < 1000:
-        return f"{ms} ms"
-    seconds = ms / 1000
-    if seconds >= 600:  # minutes, hours and days (retention and offset expiry run that long)
-        minutes = round(seconds / 60)
-        days, minutes = divmod(minutes, 24 * 60)
-        hours, minutes = divmod(minutes, 60)
-        # words, not "d" and "h": a one-letter unit reads like a record named d or h
-        parts = ([f"{days} day{'s' if days != 1 else ''}"] if days else []) + (
-            [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []) + (
-            [f"{minutes} min"] if minutes or not (days or hours) else [])
-        return " ".join(parts)
-    if seconds >= 100:
-        return f"{seconds:.0f} s"
-    return f"{seconds:.1f} s"
 
 
 INVISIBLE_KEYS = ("clock", "description", "summary", "id_prefix", "defs")
@@ -190,7 +174,7 @@ def repeat_title(
 ) -> str:
     """What a folded stretch repeated, how often and over how long."""
     rounds = len(folded) // max(1, len(round_steps))
-    over = f"over {format_ms(span_ms)}" if span_ms > 0 else "at the same moment"
+    over = f"over {sim_time(span_ms)}" if span_ms > 0 else "at the same moment"
     retries = _count(folded, "producer_retry")
     if retries:
         errors = collections.Counter(

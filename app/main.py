@@ -36,7 +36,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 import engine
 import scenes
-from app import frames, presenters, urls
+from app import formats, frames, presenters, urls
 from app import glossary as glossary_mod
 from app import panels as state_panels
 from app.qa_panel import qa_panel
@@ -282,6 +282,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         glossary_url=glossary_mod.GLOSSARY_PATH,
         glossary_linker=glossary_mod.linker,  # marks terms in template text (the diagram legend)
     )
+    templates.env.filters["sim_time"] = formats.sim_time  # the one spelling of simulated time
     for required in ("_charts.html", "_charts_slot.html"):  # a partial missing from an image fails here
         if not (settings.templates_dir / required).exists():
             raise RuntimeError(f"template {required} is missing from {settings.templates_dir}")
@@ -468,8 +469,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         moments = frames.beat_key_moments(scene.beat(state.beat))
         path = frames.timeline_path(sim, timeline, moments)
         run = build_compare(sim, scene, state, timeline)
-        compare_box = frames.timeline_path(sim, run.timeline).box if run and run.timeline else None
-        compare = presenters.compare_panel(scene, state, timeline, run, embed=embed, box=compare_box)
+        other = frames.timeline_path(sim, run.timeline) if run and run.timeline else None
+        compare = presenters.compare_panel(
+            scene, state, timeline, run, embed=embed,
+            box=other.box if other else None, stops=other.stops if other else None,
+        )
         previous_view = None
         if "metadata_log" in scene.panels and timeline.step > 0:
             previous_view = sim.view(timeline.scenario, timeline.step - 1)

@@ -19,7 +19,7 @@ from typing import Any
 
 import engine
 import scenes
-from app import challenges, frames, ledger, logdiagram, urls
+from app import challenges, formats, frames, ledger, logdiagram, urls
 from app import diagram as dg
 from app.glossary import link_segments
 from app.simulation import Timeline
@@ -193,10 +193,10 @@ def knob_placeholders(text: str) -> list[str]:
 
 
 def knob_text(key: str, value: str) -> str:
-    """A knob value as a sentence reads it: a time in ms as "30 s" or "300 ms", the rest as set."""
+    """A knob value as a sentence reads it: a time in ms as simulated time reads ("30 s", "300 ms"),
+    the rest as set."""
     if key.endswith(".ms") and value.isdigit():
-        ms = int(value)
-        return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"
+        return formats.sim_time(int(value))
     return value
 
 
@@ -237,9 +237,11 @@ def compare_panel(
     *,
     embed: bool = False,
     box: dict[str, int] | None = None,
+    stops: list[frames.Stop] | None = None,
 ) -> dict[str, Any] | None:
     """The comparison column: its diagram, title, label and what its producer heard, or why not.
-    `box` is the comparison run's diagram box (see `diagram`)."""
+    `box` is the comparison run's diagram box (see `diagram`) and `stops` its stops, which count
+    its position the way the Step bar counts the main run's."""
     if run is None:
         return None
     beat = scene.beat(state.beat)
@@ -278,10 +280,12 @@ def compare_panel(
         when = ""
     elif other_t < main_t:
         # its last step before the main run's moment: say so, or the older clock looks stuck
-        when = f" (nothing has happened in this run since then; the run on the left is at t = {main_t} ms)"
+        when = (f" (nothing has happened in this run since then; the run on the left is at "
+                f"{formats.clock(main_t)})")
     else:
         when = " (the same moment as the run on the left)"
-    out["position"] = f"Step {other.step} of {other.step_count} · t = {other_t} ms" + when
+    counter = formats.step_counter(_stop_steps(stops), other.step, other.step_count)
+    out["position"] = f"{counter.capitalize()} · {formats.clock(other_t)}" + when
     return out
 
 
@@ -569,7 +573,7 @@ def _diagram(
         "timers": timers,
         "clock": {
             "t_ms": t_ms,
-            "text": f"t = {t_ms / 1000:.3f} s",
+            "text": formats.clock(t_ms),
             "timers": timer_clock,
             "waits": waits,
         },
@@ -611,7 +615,7 @@ def summary_sentence(
     )
     where = f" in {partition_label}" if partition_label else ""
     text = (
-        f"After step {timeline.step} of {timeline.step_count} (t = {view.get('t_ms', 0)} ms){where}: "
+        f"At {formats.clock(view.get('t_ms', 0))}{where}: "
         f"{lead}; ISR {{{_join(_ids(partition.get('isr')), '')}}}"
         + (f"; leader HW {partition['hw']}." if partition.get("hw") is not None else ".")
     )
@@ -689,7 +693,7 @@ def describe(
             roles.append("in the ELR")
         delay = int(b.get("fetch_delay_ms") or 0)
         if delay:
-            roles.append(f"slow (fetches take {delay} ms longer)")
+            roles.append(f"slow (fetches take {formats.sim_time(delay)} longer)")
         log = b.get("log", [])
         records = (
             ", ".join(f"{e.get('record')}@{e['offset']} (epoch {e.get('epoch')})" for e in log) or "empty"
@@ -734,6 +738,11 @@ def _path(timeline: Timeline, all_stops: list[frames.Stop] | None) -> list[frame
     return frames.within(all_stops, timeline.first_step, timeline.last_step)
 
 
+def _stop_steps(path: list[frames.Stop] | None) -> list[int] | None:
+    """The engine steps of a path's stops, which app/formats.py counts positions by."""
+    return [s.step for s in path] if path else None
+
+
 def _quiet_url(timeline: Timeline, state: SceneState, *, embed: bool) -> str | None:
     """ "Run until quiet", offered at the end of the timeline and once a fault was injected, unless
     the run is already told to go quiet at this step."""
@@ -765,24 +774,21 @@ def timeline_panel(
         forward = after.step if after is not None and step < last else None
         back = before.step if before is not None and step > first else None
     position = None
+    stop_steps = _stop_steps(path)
     if path:
         k = frames.stop_index(path, step)
-        at_stop = path[k].step == step
-        position = {
-            "n": k + 1,
-            "count": len(path),
-            "at_stop": at_stop,
-            "text": f"stop {k + 1} of {len(path)}"
-            if at_stop
-            else f"between stops {k} and {k + 1} of {len(path)}",
-        }
+        # counted in presses of Step from the start (app/formats.py): the start is step 0
+        position = {"n": k, "count": len(path) - 1, "at_stop": path[k].step == step}
+    t_ms = timeline.view.get("t_ms", 0)
     return {
         "step": step,
         "first": first,
         "last": last,
         "count": timeline.step_count,
-        "t_ms": timeline.view.get("t_ms", 0),
+        "t_ms": t_ms,
         "stop": position,
+        "position": formats.step_counter(stop_steps, step, timeline.step_count),
+        "clock": formats.clock(t_ms),
         "fine": state.fine,
         "fine_url": urls.page_url(state, embed=embed, fine=True) if not state.fine and path else None,
         "fold_url": urls.page_url(state, embed=embed, fine=False) if state.fine else None,
@@ -794,7 +800,7 @@ def timeline_panel(
         "at_end": step >= last,
         "current_text": current["text"] if current else "Before the first step: press Step to begin.",
         "injected": [
-            {"code": a.encode(), "landed": s, "quiet": a.verb == QUIET}
+            {"code": a.encode(), "landed": s, "quiet": a.verb == QUIET, "at": formats.step_ref(stop_steps, s)}
             for a, s in zip(state.actions, timeline.injected_steps, strict=False)
         ],
         "speeds": [
@@ -860,7 +866,7 @@ ROOM_PER_MEASURE = 2
 def _gap_jump(steps: list[dict[str, Any]], k: int) -> str | None:
     """ "9 s later" when more than a second of simulated time passed before step k (1-based)."""
     gap = int(steps[k - 1].get("t_ms", 0)) - (int(steps[k - 2].get("t_ms", 0)) if k > 1 else 0)
-    return f"{frames.format_ms(gap)} later" if gap > frames.TIME_JUMP_MS else None
+    return f"{formats.sim_time(gap)} later" if gap > frames.TIME_JUMP_MS else None
 
 
 def caption_room(
@@ -922,6 +928,7 @@ def key_moments_panel(
             by_step[landing]["title"] += " · " + moment.title
             continue
         by_step[landing] = {"title": moment.title, "step": landing, "note": None,
+                            "ref": formats.step_ref(_stop_steps(_path(timeline, stops)), landing),
                             "url": urls.page_url(state, embed=embed, step=landing)}
         out.append(by_step[landing])
     return out
@@ -1171,7 +1178,8 @@ def beats_panel(
     moments = key_moments_panel(beat, state, timeline, stops, embed=embed)
     reachable = [m for m in moments if m["url"]]
     focus = (
-        {"i": reachable[0]["step"], "text": reachable[0]["title"], "url": reachable[0]["url"]}
+        {"i": reachable[0]["step"], "ref": reachable[0]["ref"], "text": reachable[0]["title"],
+         "url": reachable[0]["url"]}
         if reachable
         else None
     )
@@ -1286,7 +1294,9 @@ def challenge_panel(
     first = first_loss(views, step) if views is not None else ((step, lost) if lost else None)
     if first is not None:
         at, records = first
-        when = f"at step {at}" if at != step else "at this step"
+        # when, by the simulated clock (the step counter counts the Step button's stops)
+        at_t = int(timeline.steps[at - 1].get("t_ms", 0)) if 0 < at <= len(timeline.steps) else 0
+        when = f"at {formats.clock(at_t)}" if at != step else "at this step"
         if not sandbox:
             verdict = (
                 f"This beat, as written, lost acknowledged {_named(records)} {when}: that is the course's "
