@@ -888,10 +888,11 @@ def caption_room(
                 "expand": stop.repeat,
                 "last": stop.step >= timeline.last_step,
             })
-    else:
+    else:  # one engine step at a time: each step's own text, under its stop's key moment if any
+        moments = {stop.step: stop.key_moment for stop in path or [] if stop.key_moment}
         for k in range(max(1, timeline.first_step + 1), timeline.last_step + 1):
             candidates.append({
-                "key_moment": None,
+                "key_moment": moments.get(k),
                 "jump": _gap_jump(steps, k),
                 "title": str(steps[k - 1].get("text", "")),
                 "expand": False,

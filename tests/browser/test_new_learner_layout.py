@@ -54,6 +54,25 @@ def test_the_step_button_and_the_page_stay_put_while_stepping(
     assert console_errors == []
 
 
+@pytest.mark.parametrize(
+    "path", ["/scenes/02?beat=two-groups&fine=1", "/scenes/05?beat=min-isr-refuses&fine=1&step=16"]
+)
+def test_one_engine_step_at_a_time_keeps_the_caption_and_the_page_still(page: Page, live_server, path):
+    """With fine=1 the caption tells each engine step (and a stop's key moment); its box has room for
+    the tallest of them, so the phone's page does not scroll again after the first step."""
+    page.set_viewport_size(PHONE)
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(live_server + path)
+    ready(page)
+    step_and_wait(page, "click")
+    page.wait_for_function(CLEAR_OF_BAR)
+    caption, scroll = box(page, "#caption"), page.evaluate("scrollY")
+    for i in range(STEPS):
+        step_and_wait(page, "click")
+        assert box(page, "#caption") == caption, f"engine step {i + 1}: the caption changed its box"
+        assert page.evaluate("scrollY") == scroll
+
+
 # -- 2. on a phone the caption is above the pinned bar after every step ------------------------
 
 
