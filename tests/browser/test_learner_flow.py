@@ -141,10 +141,12 @@ def test_tab_goes_from_step_to_the_caption_and_the_controls_before_the_legend(pa
     seen = []
     while not seen or seen[-1] not in ("controls", "legend"):
         page.keyboard.press("Tab")
-        seen.append(page.evaluate(
-            "() => { const e = document.activeElement; return e.closest('#controls') ? 'controls'"
-            " : e.closest('.legend') ? 'legend' : e.closest('#caption') ? 'caption' : 'other'; }"
-        ))
+        seen.append(
+            page.evaluate(
+                "() => { const e = document.activeElement; return e.closest('#controls') ? 'controls'"
+                " : e.closest('.legend') ? 'legend' : e.closest('#caption') ? 'caption' : 'other'; }"
+            )
+        )
         assert len(seen) < 40, seen
     assert seen[-1] == "controls", f"Tab reached the legend before the controls: {seen}"
 
