@@ -35,6 +35,7 @@ import itertools
 from typing import Any
 
 from app import logdiagram
+from app.formats import clock
 from engine.producers import BATCH_SIZE
 
 OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
@@ -83,7 +84,8 @@ def read_before_subscribe(timeline: Any) -> tuple[bool, str]:
         early = [r["record"] for r in received[cid]
                  if start is not None and appended.get((r["partition"], r["offset"]), (start, ""))[0] < start]
         if early:
-            return True, (f"{cid} subscribed at step {start}, and poll() has since returned "
+            when = clock(int(steps[start - 1].get("t_ms", 0))) if 0 < start <= len(steps) else "the start"
+            return True, (f"{cid} subscribed at {when}, and poll() has since returned "
                           f"{_names(list(dict.fromkeys(early)))}, written before that.")
     waiting = [(cid, sum(1 for i, _r in appended.values() if i < at)) for cid, at in sorted(started.items())]
     missed = [(cid, n) for cid, n in waiting if n]

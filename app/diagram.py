@@ -28,6 +28,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from app.formats import sim_time
+
 RECORD_TEXT_CHARS = 4
 EPOCH_PALETTE_SIZE = 6
 MAX_PILL_CHARS = 34
@@ -81,10 +83,6 @@ def _set(values: Any) -> str:
     return "{" + ", ".join(str(v) for v in values or []) + "}"
 
 
-def seconds(ms: float) -> str:
-    """12000 -> "12 s", 4250 -> "4.3 s", 500 -> "0.5 s"."""
-    s = ms / 1000
-    return f"{int(s)} s" if s == int(s) else f"{s:.1f} s"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,9 +148,9 @@ def condition_badges(broker: dict[str, Any], *, replica: bool) -> list[dict[str,
     if delay > 0 and status == "running":
         out.append(
             {
-                "text": f"slow link +{delay} ms",
+                "text": f"slow link +{sim_time(delay)}",
                 "cls": "warn",
-                "title": f"Each fetch request it sends takes {delay} ms longer to reach the leader",
+                "title": f"Each fetch request it sends takes {sim_time(delay)} longer to reach the leader",
             }
         )
     if is_isolated(broker):
@@ -278,7 +276,7 @@ def messages_content(view: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[s
             pill["to"].append(dst)
         pill["labels"].append(str(m.get("label") or text))
         if held and m.get("until_ms") is not None:
-            waits[pill["key"]] = f"{seconds(max(0, int(m['until_ms']) - t_ms))} left"
+            waits[pill["key"]] = f"{sim_time(max(0, int(m['until_ms']) - t_ms))} left"
     for pill in pills:
         if pill["held"]:
             pill["full"] = pill["text"]
@@ -306,7 +304,7 @@ def _add_timer(
     key = f"{kind}{bid}"
     visible.append({"key": key, "broker": bid, "kind": kind, "label": label, "title": title})
     clock[key] = {
-        "text": f"{seconds(elapsed)} / {seconds(limit)}",
+        "text": f"{sim_time(elapsed)} / {sim_time(limit)}",
         "frac": round(min(1.0, elapsed / limit), 3),
         "sentence": sentence,
     }
@@ -347,9 +345,9 @@ def timers_content(
                 _add_timer(
                     visible, clock, bid, "lag", "ISR lag", elapsed, lag_max,
                     title=f"Time since B{bid} was last caught up with the leader; at "
-                    f"replica.lag.time.max.ms ({seconds(lag_max)}) the leader drops it from the ISR",
-                    sentence=f"B{bid} last caught up {seconds(elapsed)} ago; the leader drops it from "
-                    f"the ISR at {seconds(lag_max)} (replica.lag.time.max.ms)",
+                    f"replica.lag.time.max.ms ({sim_time(lag_max)}) the leader drops it from the ISR",
+                    sentence=f"B{bid} last caught up {sim_time(elapsed)} ago; the leader drops it from "
+                    f"the ISR at {sim_time(lag_max)} (replica.lag.time.max.ms)",
                 )
         last = b.get("last_heartbeat_ms")
         if session and last is not None and not b.get("fenced") and b.get("replica", True):
@@ -358,14 +356,14 @@ def timers_content(
             if silent or elapsed > 2 * interval:
                 if ctl.get("kraft", True):
                     title = (f"Time since the controller last heard B{bid}'s heartbeat; at "
-                             f"broker.session.timeout.ms ({seconds(session)}) it fences the broker")
-                    sentence = (f"the controller last heard from B{bid} {seconds(elapsed)} ago; it fences "
-                                f"the broker at {seconds(session)} (broker.session.timeout.ms)")
+                             f"broker.session.timeout.ms ({sim_time(session)}) it fences the broker")
+                    sentence = (f"the controller last heard from B{bid} {sim_time(elapsed)} ago; it fences "
+                                f"the broker at {sim_time(session)} (broker.session.timeout.ms)")
                 else:  # before KRaft: a ZooKeeper session (the engine keeps KRaft's timing)
                     title = (f"Time since B{bid}'s ZooKeeper session last heard from it; when the session "
-                             f"expires ({seconds(session)} here) the controller takes it out of every ISR")
-                    sentence = (f"B{bid}'s ZooKeeper session last heard from it {seconds(elapsed)} ago; it "
-                                f"expires at {seconds(session)} and the controller acts on the expiry")
+                             f"expires ({sim_time(session)} here) the controller takes it out of every ISR")
+                    sentence = (f"B{bid}'s ZooKeeper session last heard from it {sim_time(elapsed)} ago; it "
+                                f"expires at {sim_time(session)} and the controller acts on the expiry")
                 _add_timer(visible, clock, bid, "session", "session", elapsed, session,
                            title=title, sentence=sentence)  # fmt: skip
     return visible, clock

@@ -44,6 +44,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.formats import sim_time
+
 MIN_REPEATS = 3  # a block must occur this many times in a row to be folded
 MAX_PERIOD = 16  # the longest repeating block searched for, in engine steps
 MIN_FOLDED_STEPS = 3  # fewer folded steps than this is not worth a stop of its own
@@ -76,28 +78,10 @@ class Stop:
 
     @property
     def time_jump(self) -> str | None:
-        """ "9.0 s later" when simulated time jumps by more than a second before this stop."""
+        """ "9 s later" when simulated time jumps by more than a second before this stop."""
         if self.folded_ms > TIME_JUMP_MS:
-            return f"{format_ms(self.folded_ms)} later"
+            return f"{sim_time(self.folded_ms)} later"
         return None
-
-
-def format_ms(ms: int) -> str:
-    if ms < 1000:
-        return f"{ms} ms"
-    seconds = ms / 1000
-    if seconds >= 600:  # minutes, hours and days (retention and offset expiry run that long)
-        minutes = round(seconds / 60)
-        days, minutes = divmod(minutes, 24 * 60)
-        hours, minutes = divmod(minutes, 60)
-        # words, not "d" and "h": a one-letter unit reads like a record named d or h
-        parts = ([f"{days} day{'s' if days != 1 else ''}"] if days else []) + (
-            [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []) + (
-            [f"{minutes} min"] if minutes or not (days or hours) else [])
-        return " ".join(parts)
-    if seconds >= 100:
-        return f"{seconds:.0f} s"
-    return f"{seconds:.1f} s"
 
 
 INVISIBLE_KEYS = ("clock", "description", "summary", "id_prefix", "defs")
@@ -190,7 +174,7 @@ def repeat_title(
 ) -> str:
     """What a folded stretch repeated, how often and over how long."""
     rounds = len(folded) // max(1, len(round_steps))
-    over = f"over {format_ms(span_ms)}" if span_ms > 0 else "at the same moment"
+    over = f"over {sim_time(span_ms)}" if span_ms > 0 else "at the same moment"
     retries = _count(folded, "producer_retry")
     if retries:
         errors = collections.Counter(
@@ -447,13 +431,30 @@ def beat_key_moments(beat: Any) -> tuple[KeyMoment, ...]:
     )
 
 
-def timeline_stops(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()) -> list[Stop]:
-    """The stops of a timeline (the page's whole run, not an embed's window), cached."""
+@dataclass(frozen=True)
+class Path:
+    """A timeline's stops, and the height each geometry of its diagram needs at the tallest of
+    them (`box`: {"wide": units, "narrow": units}, empty when the steps cannot be drawn)."""
+
+    stops: list[Stop]
+    box: dict[str, int]
+
+
+def timeline_path(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()) -> Path:
+    """The stops of a timeline (the page's whole run, not an embed's window) and the diagram's
+    box, cached per scenario.
+
+    The box is what keeps the Step bar still: the drawing grows and shrinks from step to step (a
+    message in flight adds a line), so the page draws every step of the timeline at the height of
+    its tallest stop (presenters.diagram pads the shorter ones at the bottom). Finding the stops
+    already draws most steps; the box takes every step drawn that way, and draws the stops that
+    were not (at most one drawing per stop more)."""
     from app import presenters
     from app.simulation import Timeline, canonical_json
 
     scenario = timeline.scenario
     views = sim.views(scenario)
+    heights: dict[int, tuple[int, int]] = {}
 
     def draw(step: int) -> dict[str, Any] | None:
         if views is None:
@@ -467,7 +468,24 @@ def timeline_stops(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = (
             first_step=0,
             last_step=timeline.step_count,
         )
-        return presenters.diagram(at, scenario)
+        drawn = presenters.diagram(at, scenario)
+        heights[step] = (int(drawn["height"]), int(drawn["narrow"]["height"]))
+        return drawn
+
+    def build() -> Path:
+        found = stops(timeline, draw, key_moments)
+        if views is None:
+            return Path(found, {})
+        for stop in found:
+            if stop.step not in heights:
+                draw(stop.step)
+        return Path(found, {"wide": max(h[0] for h in heights.values()),
+                            "narrow": max(h[1] for h in heights.values())})
 
     key = ("stops", canonical_json(scenario), tuple(key_moments))
-    return sim.memo(key, lambda: stops(timeline, draw, key_moments))
+    return sim.memo(key, build)
+
+
+def timeline_stops(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()) -> list[Stop]:
+    """The stops of a timeline (the page's whole run, not an embed's window), cached."""
+    return timeline_path(sim, timeline, key_moments).stops

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import diagram as dg
+from app import formats
 from app.state import format_value
 
 KEY_TEXT_CHARS = 5
@@ -491,21 +492,6 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
     }
 
 
-def clock_text(t_ms: int) -> str:
-    """The simulated time; minutes, hours and days once it runs long (retention scenes)."""
-    if t_ms < 600_000:
-        return f"t = {t_ms / 1000:.3f} s"
-    days, rest = divmod(t_ms, 86_400_000)
-    hours, rest = divmod(rest, 3_600_000)
-    minutes, rest = divmod(rest, 60_000)
-    parts = [f"{days} day{'s' if days != 1 else ''}"] if days else []
-    if days or hours:
-        parts.append(f"{hours} hour{'s' if hours != 1 else ''}")
-    parts.append(f"{minutes} min")
-    parts.append(f"{rest / 1000:.3f} s")
-    return "t = " + " ".join(parts)
-
-
 def diagram(
     timeline: Any, scenario: dict[str, Any], *, id_prefix: str = "dg", defs: bool = True
 ) -> dict[str, Any]:
@@ -547,7 +533,7 @@ def diagram(
         "region_label": "Cluster diagram",
         "pills": model["pills"],
         "timers": [],
-        "clock": {"t_ms": t_ms, "text": clock_text(t_ms), "timers": {}, "waits": {}},
+        "clock": {"t_ms": t_ms, "text": formats.clock(t_ms), "timers": {}, "waits": {}},
         # what the legend explains (the same at every step of a scenario)
         "shows_segments": shows_segments(scenario),
         "several": several,
@@ -598,8 +584,7 @@ def summary_sentence(timeline: Any, states: list[dict[str, Any]], topic: str) ->
     count = len(there)
     missing = [f"P{st['number']}" for st in states if st.get("absent")]
     later = f" ({', '.join(missing)} not created yet)" if missing else ""
-    when = f"t = {t} ms" if t < 600_000 else clock_text(int(t))
-    head = (f"After step {timeline.step} of {timeline.step_count} ({when}): topic {topic} has "
+    head = (f"At {formats.clock(t)}: topic {topic} has "
             f"{count} partition{'s' if count != 1 else ''}{later}; ")
     if count <= 2:
         parts = []

@@ -36,7 +36,7 @@ from starlette.middleware.gzip import GZipMiddleware
 
 import engine
 import scenes
-from app import frames, presenters, urls
+from app import formats, frames, presenters, urls
 from app import glossary as glossary_mod
 from app import panels as state_panels
 from app.qa_panel import qa_panel
@@ -58,9 +58,12 @@ STEP_PANELS = [
     "_live.html",
     "_diagram.html",
     "_caption.html",
+    "_caption_room.html",
     "_stepbar.html",
+    "_describe.html",
     "_state_panels.html",
     "_timeline.html",
+    "_pace.html",
     "_here.html",
     "_faults.html",
     "_log.html",
@@ -68,7 +71,9 @@ STEP_PANELS = [
     "_qa.html",
     "_share.html",
     "_state_fields.html",
-    "_check.html",  # a prediction (guess=) changes only the state, not the scenario
+    "_check.html",
+    "_predict.html",  # a prediction (guess=) changes only the state, not the scenario
+    "_knob_notes.html",  # why a knob value was corrected; empty (and left out) on most steps
 ]
 SCENARIO_PANELS = [p if p != "_code_step.html" else "_code.html" for p in STEP_PANELS] + [
     "_beat.html",
@@ -81,13 +86,17 @@ EMBED_STEP_PANELS = [
     "_live.html",
     "_diagram.html",
     "_caption.html",
+    "_caption_room.html",
     "_stepbar.html",
+    "_describe.html",
     "_state_panels.html",
     "_timeline.html",
+    "_pace.html",
     "_here.html",
     "_faults.html",
     "_log.html",
     "_state_fields.html",
+    "_knob_notes.html",
 ]
 EMBED_SCENARIO_PANELS = EMBED_STEP_PANELS + ["_beat.html", "_knobs.html"]
 # Sent whenever listed, never skipped as unchanged (see render_panels).
@@ -225,6 +234,10 @@ class CatchAll:
 
 # every page differs by whether htmx asked for it (a fragment) or a browser did (the whole page)
 VARY = {"Vary": "HX-Request"}
+# the response headers that tell htmx to add a browser history entry for the update, or to
+# replace the current one (they win over the page's hx-push-url)
+HISTORY_PUSH = "HX-Push-Url"
+HISTORY_REPLACE = "HX-Replace-Url"
 
 
 def _wants_json(request: Request) -> bool:
@@ -251,7 +264,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.engine_pool = pool
     sim = Simulator(settings.simulate_cache_entries, cache_bytes=settings.simulate_cache_bytes)
-    # (body, HX-Push-Url) of a rendered step update; weighed by the body and the key's headers
+    # (body, history headers) of a rendered step update; weighed by the body and the key's headers
     step_updates = ByteBoundedCache(
         None, settings.step_cache_entries, settings.step_cache_bytes, weigh=lambda v: len(v[0]) + 4096
     )
@@ -269,6 +282,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         glossary_url=glossary_mod.GLOSSARY_PATH,
         glossary_linker=glossary_mod.linker,  # marks terms in template text (the diagram legend)
     )
+    templates.env.filters["sim_time"] = formats.sim_time  # the one spelling of simulated time
     for required in ("_charts.html", "_charts_slot.html"):  # a partial missing from an image fails here
         if not (settings.templates_dir / required).exists():
             raise RuntimeError(f"template {required} is missing from {settings.templates_dir}")
@@ -380,7 +394,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             return RedirectResponse(
                 path + (f"?{request.url.query}" if request.url.query else ""), status_code=308
             )
-        state, notes = parse_state(scene, read_query(request), settings, embed=embed)
+        query = read_query(request)
+        state, notes = parse_state(scene, query, settings, embed=embed)
         injecting = state.inject is not None
         is_htmx = request.headers.get("HX-Request") == "true"
         restoring = request.headers.get("HX-History-Restore-Request") == "true"
@@ -395,8 +410,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )  # fmt: skip
             cached = step_updates.get(update_key)
             if cached is not None:
-                body, push = cached
-                return HTMLResponse(body, headers={"HX-Push-Url": push, **VARY})
+                body, history = cached
+                return HTMLResponse(body, headers={**history, **VARY})
         timeline, state = build_timeline(sim, scene, state)
         canonical = urls.page_url(state, embed=embed)
         if injecting and not is_htmx:
@@ -409,19 +424,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 panels = EMBED_STEP_PANELS if same else EMBED_SCENARIO_PANELS
             else:
                 panels = STEP_PANELS if same else SCENARIO_PANELS
+            # a knob value the page corrected (one this beat cannot run with) leaves the scenario
+            # as it was, but the control must move back to the value that ran, under its note
+            asked = dict(query)
+            if same and any(asked.get(key, value) != value for key, value in state.knobs):
+                panels = panels + ["_knobs.html"]
             # the page shows one of the diagram's two geometries; app.js names it, so a step
             # update draws only that one (anything else: both, as a full page does)
             only = request.headers.get("X-Diagram")
             context = {**context, "oob": True, "diagram_only": only if only in ("wide", "narrow") else None}
             rendered, hashes = render_panels(panels, context, request.headers.get("X-Panels", ""))
+            # a move along the same timeline replaces the browser's history entry; a new beat,
+            # knob, fault, question or prediction adds one (the URL holds the state either way)
+            history = {HISTORY_REPLACE if state.moves_along(previous) else HISTORY_PUSH: canonical}
             response = render(
                 request,
                 "_update.html",
                 {**context, "panels": panels, "rendered": rendered, "panel_hashes": hashes},
-                headers={"HX-Push-Url": canonical},
+                headers=history,
             )
             if update_key is not None:
-                step_updates.put(update_key, (response.body, canonical))
+                step_updates.put(update_key, (response.body, history))
             return response
         return render(request, "embed.html" if embed else "scene.html", context)
 
@@ -443,15 +466,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ) -> dict[str, Any]:
         canonical = urls.page_url(state, embed=embed)
         base = str(request.base_url).rstrip("/")
+        moments = frames.beat_key_moments(scene.beat(state.beat))
+        path = frames.timeline_path(sim, timeline, moments)
+        run = build_compare(sim, scene, state, timeline)
+        other = frames.timeline_path(sim, run.timeline) if run and run.timeline else None
         compare = presenters.compare_panel(
-            scene, state, timeline, build_compare(sim, scene, state, timeline), embed=embed
+            scene, state, timeline, run, embed=embed,
+            box=other.box if other else None, stops=other.stops if other else None,
         )
         previous_view = None
         if "metadata_log" in scene.panels and timeline.step > 0:
             previous_view = sim.view(timeline.scenario, timeline.step - 1)
         full_url = urls.scene_url(state.replace(lock=None, from_step=None, to_step=None))
+        locked = embed and state.lock == "beat"
+        knob_keys = tuple(k.key + "=" for k in scene.knobs)
+
+        def knob_note(note: str) -> bool:  # notes about a knob value start "key=value"
+            return note.startswith(knob_keys)
+
         embed_src = urls.embed_url(state)
-        stops = frames.timeline_stops(sim, timeline, frames.beat_key_moments(scene.beat(state.beat)))
+        stops = path.stops
         beat = presenters.beats_panel(scene, state, timeline, embed=embed, stops=stops)
         return {
             "page_title": f"{scene.id} · {scene.title}",
@@ -471,8 +505,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 if k not in dict(state.knobs) and k not in ("step", "ask")
             ],
             "here": here_forms(state, embed=embed),
-            "notes": presenters.notes_panel(notes),
-            "diagram": presenters.diagram(timeline, timeline.scenario),
+            # a note about a knob's value shows at the knobs (unless an embed locks them away)
+            "notes": presenters.notes_panel(notes if locked else [n for n in notes if not knob_note(n)]),
+            "knob_notes": [] if locked else [n for n in notes if knob_note(n)],
+            "diagram": presenters.diagram(timeline, timeline.scenario, box=path.box),
             "beat_label": presenters.beat_label(scene, state, timeline),
             "compare": compare,
             "state_panels": state_panels.state_panels(scene, timeline, previous_view),
@@ -485,7 +521,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "log": presenters.event_log(timeline, settings.max_log_lines),
             "code": presenters.code_panel(scene, timeline),
             "knobs": presenters.knobs_panel(scene, state),
-            "locked": embed and state.lock == "beat",
+            "locked": locked,
             "headroom": presenters.headroom(state),
             "beat": beat,
             "qa": qa_panel(scene, state, timeline, embed=embed),

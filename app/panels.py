@@ -28,6 +28,7 @@ import logging
 from typing import Any
 
 from app import charts
+from app.formats import clock
 from app.simulation import Timeline
 from engine import PROFILES
 
@@ -273,7 +274,7 @@ def partitions_panel(timeline: Timeline) -> dict[str, Any]:
     return {
         "cards": cards,
         "summary": f"{writable_count} of {len(cards)} partition{'s' if len(cards) != 1 else ''} "
-        f"take acks=all writes at step {timeline.step}.",
+        f"take acks=all writes at {clock(timeline.view.get('t_ms', 0))}.",
     }
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import engine
 import scenes
-from app import challenges, frames, ledger, logdiagram, urls
+from app import challenges, formats, frames, ledger, logdiagram, urls
 from app import diagram as dg
 from app.glossary import link_segments
 from app.prose import inline
@@ -187,10 +187,10 @@ def knob_placeholders(text: str) -> list[str]:
 
 
 def knob_text(key: str, value: str) -> str:
-    """A knob value as a sentence reads it: a time in ms as "30 s" or "300 ms", the rest as set."""
+    """A knob value as a sentence reads it: a time in ms as simulated time reads ("30 s", "300 ms"),
+    the rest as set."""
     if key.endswith(".ms") and value.isdigit():
-        ms = int(value)
-        return f"{ms / 1000:g} s" if ms >= 1000 else f"{ms} ms"
+        return formats.sim_time(int(value))
     return value
 
 
@@ -224,9 +224,18 @@ def knob_note(scene: Any, beat: Any, values: dict[str, str]) -> str | None:
 
 
 def compare_panel(
-    scene: Any, state: SceneState, timeline: Timeline, run: Any, *, embed: bool = False
+    scene: Any,
+    state: SceneState,
+    timeline: Timeline,
+    run: Any,
+    *,
+    embed: bool = False,
+    box: dict[str, int] | None = None,
+    stops: list[frames.Stop] | None = None,
 ) -> dict[str, Any] | None:
-    """The comparison column: its diagram, title, label and what its producer heard, or why not."""
+    """The comparison column: its diagram, title, label and what its producer heard, or why not.
+    `box` is the comparison run's diagram box (see `diagram`) and `stops` its stops, which count
+    its position the way the Step bar counts the main run's."""
     if run is None:
         return None
     beat = scene.beat(state.beat)
@@ -253,7 +262,9 @@ def compare_panel(
     out["label"] = _label_for(compare.label, other)
     # with several partitions the comparison draws the partition the main diagram draws
     main_partition = _current_partition(timeline) if several_partitions(timeline) else None
-    out["diagram"] = diagram(other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition)
+    out["diagram"] = diagram(
+        other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition, box=box
+    )
     out["outcomes"] = produce_outcomes(other)
     out["same_as_main"] = run.same_as_main
     main_t, other_t = int(timeline.view.get("t_ms", 0)), int(other.view.get("t_ms", 0))
@@ -263,10 +274,12 @@ def compare_panel(
         when = ""
     elif other_t < main_t:
         # its last step before the main run's moment: say so, or the older clock looks stuck
-        when = f" (nothing has happened in this run since then; the run on the left is at t = {main_t} ms)"
+        when = (f" (nothing has happened in this run since then; the run on the left is at "
+                f"{formats.clock(main_t)})")
     else:
         when = " (the same moment as the run on the left)"
-    out["position"] = f"Step {other.step} of {other.step_count} · t = {other_t} ms" + when
+    counter = formats.step_counter(_stop_steps(stops), other.step, other.step_count)
+    out["position"] = f"{counter.capitalize()} · {formats.clock(other_t)}" + when
     return out
 
 
@@ -440,12 +453,27 @@ def diagram(
     id_prefix: str = "dg",
     defs: bool = True,
     partition: int | None = None,
+    box: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """The cluster at the timeline's step, laid out for a wide screen (the top-level keys) and for
     a phone (`narrow`). `id_prefix` keeps element ids unique when a page shows two diagrams; only
     the first one (`defs`) defines the shared patterns. With several partitions it draws
     `partition`, by default the one the current step is about. A scene with consumers draws every
-    partition's log and its readers instead (app/logdiagram.py)."""
+    partition's log and its readers instead (app/logdiagram.py).
+
+    `box` (app.frames.timeline_path) is the height of each geometry at the timeline's tallest
+    stop: a shorter drawing is padded to it at the bottom, so the drawing, and the Step bar under
+    it, keep their place from step to step."""
+    drawn = _diagram(timeline, scenario, id_prefix=id_prefix, defs=defs, partition=partition)
+    for geometry, layout in (("wide", drawn), ("narrow", drawn["narrow"])):
+        if box and box.get(geometry, 0) > layout["height"]:
+            layout["height"] = box[geometry]
+    return drawn
+
+
+def _diagram(
+    timeline: Timeline, scenario: dict[str, Any], *, id_prefix: str, defs: bool, partition: int | None
+) -> dict[str, Any]:
     if logdiagram.log_mode(scenario):
         return logdiagram.diagram(timeline, scenario, id_prefix=id_prefix, defs=defs)
     view, number, count = _partition_view(timeline, partition)
@@ -539,7 +567,7 @@ def diagram(
         "timers": timers,
         "clock": {
             "t_ms": t_ms,
-            "text": f"t = {t_ms / 1000:.3f} s",
+            "text": formats.clock(t_ms),
             "timers": timer_clock,
             "waits": waits,
         },
@@ -581,7 +609,7 @@ def summary_sentence(
     )
     where = f" in {partition_label}" if partition_label else ""
     text = (
-        f"After step {timeline.step} of {timeline.step_count} (t = {view.get('t_ms', 0)} ms){where}: "
+        f"At {formats.clock(view.get('t_ms', 0))}{where}: "
         f"{lead}; ISR {{{_join(_ids(partition.get('isr')), '')}}}"
         + (f"; leader HW {partition['hw']}." if partition.get("hw") is not None else ".")
     )
@@ -659,7 +687,7 @@ def describe(
             roles.append("in the ELR")
         delay = int(b.get("fetch_delay_ms") or 0)
         if delay:
-            roles.append(f"slow (fetches take {delay} ms longer)")
+            roles.append(f"slow (fetches take {formats.sim_time(delay)} longer)")
         log = b.get("log", [])
         records = (
             ", ".join(f"{e.get('record')}@{e['offset']} (epoch {e.get('epoch')})" for e in log) or "empty"
@@ -704,6 +732,11 @@ def _path(timeline: Timeline, all_stops: list[frames.Stop] | None) -> list[frame
     return frames.within(all_stops, timeline.first_step, timeline.last_step)
 
 
+def _stop_steps(path: list[frames.Stop] | None) -> list[int] | None:
+    """The engine steps of a path's stops, which app/formats.py counts positions by."""
+    return [s.step for s in path] if path else None
+
+
 def _quiet_url(timeline: Timeline, state: SceneState, *, embed: bool) -> str | None:
     """ "Run until quiet", offered at the end of the timeline and once a fault was injected, unless
     the run is already told to go quiet at this step."""
@@ -735,24 +768,21 @@ def timeline_panel(
         forward = after.step if after is not None and step < last else None
         back = before.step if before is not None and step > first else None
     position = None
+    stop_steps = _stop_steps(path)
     if path:
         k = frames.stop_index(path, step)
-        at_stop = path[k].step == step
-        position = {
-            "n": k + 1,
-            "count": len(path),
-            "at_stop": at_stop,
-            "text": f"stop {k + 1} of {len(path)}"
-            if at_stop
-            else f"between stops {k} and {k + 1} of {len(path)}",
-        }
+        # counted in presses of Step from the start (app/formats.py): the start is step 0
+        position = {"n": k, "count": len(path) - 1, "at_stop": path[k].step == step}
+    t_ms = timeline.view.get("t_ms", 0)
     return {
         "step": step,
         "first": first,
         "last": last,
         "count": timeline.step_count,
-        "t_ms": timeline.view.get("t_ms", 0),
+        "t_ms": t_ms,
         "stop": position,
+        "position": formats.step_counter(stop_steps, step, timeline.step_count),
+        "clock": formats.clock(t_ms),
         "fine": state.fine,
         "fine_url": urls.page_url(state, embed=embed, fine=True) if not state.fine and path else None,
         "fold_url": urls.page_url(state, embed=embed, fine=False) if state.fine else None,
@@ -764,7 +794,7 @@ def timeline_panel(
         "at_end": step >= last,
         "current_text": current["text"] if current else "Before the first step: press Step to begin.",
         "injected": [
-            {"code": a.encode(), "landed": s, "quiet": a.verb == QUIET}
+            {"code": a.encode(), "landed": s, "quiet": a.verb == QUIET, "at": formats.step_ref(stop_steps, s)}
             for a, s in zip(state.actions, timeline.injected_steps, strict=False)
         ],
         "speeds": [
@@ -795,8 +825,7 @@ def caption_panel(
         title, jump = stop.title, stop.time_jump
     else:
         title = str(timeline.current.get("text", "")) if timeline.current else ""
-        gap = int(timeline.current.get("t_ms", 0)) - (int(steps[step - 2].get("t_ms", 0)) if step > 1 else 0)
-        jump = f"{frames.format_ms(gap)} later" if gap > frames.TIME_JUMP_MS else None
+        jump = _gap_jump(steps, step)
     expand_url = None
     if stop is not None and stop.repeat and not state.fine:
         start = (stop.repeat_first_step or stop.first_step) - 1
@@ -806,6 +835,7 @@ def caption_panel(
         for s in steps[max(0, step - CAPTION_LOG_LINES) : step]
     ]
     return {
+        "room": caption_room(timeline, state, path),
         "title": title,
         "jump": jump,
         "key_moment": stop.key_moment if stop is not None else None,
@@ -816,6 +846,63 @@ def caption_panel(
         "log": lines,
         "t_ms": timeline.view.get("t_ms", 0),
     }
+
+
+# The caption reserves room for the beat's longest caption, so its height does not change from
+# step to step: hidden copies of the captions likely to be the tallest sit in the same grid cell as
+# the current one (templates/_caption.html), and the cell is as tall as the tallest of them, at
+# whatever width the page has. Which ones: the longest by estimated lines at a phone's and at a
+# desktop's measure.
+ROOM_LINE_CHARS = (38, 90)
+ROOM_PER_MEASURE = 2
+
+
+def _gap_jump(steps: list[dict[str, Any]], k: int) -> str | None:
+    """ "9 s later" when more than a second of simulated time passed before step k (1-based)."""
+    gap = int(steps[k - 1].get("t_ms", 0)) - (int(steps[k - 2].get("t_ms", 0)) if k > 1 else 0)
+    return f"{formats.sim_time(gap)} later" if gap > frames.TIME_JUMP_MS else None
+
+
+def caption_room(
+    timeline: Timeline, state: SceneState, path: list[frames.Stop] | None
+) -> list[dict[str, Any]]:
+    """The captions of this timeline that the caption box keeps room for: each a dict of the parts
+    that stack in it (key moment, jump, title, whether it has the expand link, and whether it is
+    the last stop, which offers the next beat)."""
+    steps = timeline.steps
+    candidates: list[dict[str, Any]] = []
+    if path and not state.fine:
+        for stop in path:
+            if stop.step <= timeline.first_step:
+                continue
+            candidates.append({
+                "key_moment": stop.key_moment,
+                "jump": stop.time_jump,
+                "title": stop.title,
+                "expand": stop.repeat,
+                "last": stop.step >= timeline.last_step,
+            })
+    else:  # one engine step at a time: each step's own text, under its stop's key moment if any
+        moments = {stop.step: stop.key_moment for stop in path or [] if stop.key_moment}
+        for k in range(max(1, timeline.first_step + 1), timeline.last_step + 1):
+            candidates.append({
+                "key_moment": moments.get(k),
+                "jump": _gap_jump(steps, k),
+                "title": str(steps[k - 1].get("text", "")),
+                "expand": False,
+                "last": k >= timeline.last_step,
+            })
+
+    def lines(c: dict[str, Any], chars: int) -> int:
+        parts = [c["key_moment"] and "Key moment: " + c["key_moment"], (c["jump"] or "") + " " + c["title"],
+                 c["expand"] and "Show these steps one by one", c["last"] and "Next beat: " + "x" * 40]
+        return sum(-(-len(p) // chars) for p in parts if p)
+
+    chosen: list[dict[str, Any]] = []
+    for chars in ROOM_LINE_CHARS:
+        ranked = sorted(candidates, key=lambda c: lines(c, chars), reverse=True)
+        chosen += [c for c in ranked[:ROOM_PER_MEASURE] if c not in chosen]
+    return chosen
 
 
 def key_moments_panel(
@@ -836,6 +923,7 @@ def key_moments_panel(
             by_step[landing]["title"] += " · " + moment.title
             continue
         by_step[landing] = {"title": moment.title, "step": landing, "note": None,
+                            "ref": formats.step_ref(_stop_steps(_path(timeline, stops)), landing),
                             "url": urls.page_url(state, embed=embed, step=landing)}
         out.append(by_step[landing])
     return out
@@ -1095,7 +1183,8 @@ def beats_panel(
     moments = key_moments_panel(beat, state, timeline, stops, embed=embed)
     reachable = [m for m in moments if m["url"]]
     focus = (
-        {"i": reachable[0]["step"], "text": reachable[0]["title"], "url": reachable[0]["url"]}
+        {"i": reachable[0]["step"], "ref": reachable[0]["ref"], "text": reachable[0]["title"],
+         "url": reachable[0]["url"]}
         if reachable
         else None
     )
@@ -1210,7 +1299,9 @@ def challenge_panel(
     first = first_loss(views, step) if views is not None else ((step, lost) if lost else None)
     if first is not None:
         at, records = first
-        when = f"at step {at}" if at != step else "at this step"
+        # when, by the simulated clock (the step counter counts the Step button's stops)
+        at_t = int(timeline.steps[at - 1].get("t_ms", 0)) if 0 < at <= len(timeline.steps) else 0
+        when = f"at {formats.clock(at_t)}" if at != step else "at this step"
         if not sandbox:
             verdict = (
                 f"This beat, as written, lost acknowledged {_named(records)} {when}: that is the course's "

@@ -25,6 +25,7 @@ import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
 from app import ledger
+from app.formats import clock, sim_time
 from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
 from scenes.glossary import Term, glossary
@@ -728,10 +729,6 @@ def _steps_so_far(result: dict[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def _secs(ms: int) -> str:
-    return f"{ms / 1000:.1f} s"
-
-
 def live_hw_waiting_for(result: dict[str, Any]) -> str | None:
     state = _state(result)
     part = state["partition"]
@@ -813,14 +810,14 @@ def live_fencing(result: dict[str, Any]) -> str | None:
         return "No broker has been fenced in your run so far: every broker's heartbeats are arriving."
     last = fences[-1]
     bid, at = last.get("brokerId"), int(last.get("t_ms", 0))
-    text = f"In your run the controller last fenced broker {bid}, at {_secs(at)}"
+    text = f"In your run the controller last fenced broker {bid}, at {clock(at)}"
     before = [s for s in _steps_so_far(result) if s.get("broker") == bid and int(s.get("t_ms", 0)) <= at
               and s.get("kind") in ("broker_crash", "broker_power_loss", "broker_shutdown")]
     if before and before[-1].get("kind") == "broker_shutdown":
         text += ", as its controlled shutdown finished"
     elif before:
         gap = at - int(before[-1]["t_ms"])
-        text += f", {_secs(gap)} after it crashed and its heartbeats stopped"
+        text += f", {sim_time(gap)} after it crashed and its heartbeats stopped"
     text += "."
     brokers = sorted(state["brokers"].items(), key=lambda kv: int(kv[0]))
     fenced = [int(b) for b, br in brokers if br.get("fenced")]
@@ -1046,7 +1043,7 @@ def live_slowest_follower(result: dict[str, Any]) -> str | None:
         b, ms = slow[0]
         where = "inside the ISR, so every acks=all write waits for it" if b in isr else \
             "outside the ISR, so acks=all writes no longer wait for it"
-        parts.append(f"In your run broker {b}'s fetches take {ms} ms longer, and it is {where}")
+        parts.append(f"In your run broker {b}'s fetches take {sim_time(int(ms))} longer, and it is {where}")
     else:
         parts.append("In your run no follower is slowed down right now")
     if waited:
@@ -1054,8 +1051,8 @@ def live_slowest_follower(result: dict[str, Any]) -> str | None:
         took = int(longest["done_ms"]) - int(longest["sent_ms"])
         recs = _records(list(longest.get("records") or []))
         parts.append(f"your slowest acknowledged acks=all write ({recs}) "
-                     f"took {took / 1000:.1f} s from send to acknowledgement" if took >= 1000 else
-                     f"your slowest acknowledged acks=all write took {took} ms")
+                     f"took {sim_time(took)} from send to acknowledgement" if took >= 1000 else
+                     f"your slowest acknowledged acks=all write took {sim_time(took)}")
     return "; ".join(parts) + "."
 
 
@@ -1273,7 +1270,7 @@ def live_group_state(result: dict[str, Any]) -> str | None:
         text += f" with {who}" if who else " with no member"
         history = g.get("history") or []
         if history:
-            text += f"; its first rebalance finished at {history[0]['t_ms'] / 1000:.3f} s"
+            text += f"; its first rebalance finished at {clock(history[0]['t_ms'])}"
         parts.append(text)
     return "In your run, " + "; ".join(parts) + "."
 
@@ -1448,7 +1445,7 @@ def live_segments(result: dict[str, Any]) -> str | None:
     text = "In your run, " + "; ".join(parts) + "."
     if deletions:
         last = deletions[-1]
-        text += f" Last deletion, at {last['t_ms'] / 1000:.3f} s: {last['text']}."
+        text += f" Last deletion, at {clock(last['t_ms'])}: {last['text']}."
     return text
 
 
@@ -1492,17 +1489,11 @@ def live_retention_time(result: dict[str, Any]) -> str | None:
             check += every  # the rule is strict: older than retention.ms
         span = _segment_span(oldest)
         text = (f"In your run P{st['number']}'s oldest segment ({span}) has its newest record from "
-                f"{born / 1000:.3f} s; with retention.ms={keep_ms} it may go after {due / 1000:.3f} s, so at "
-                f"the check at {check / 1000:.3f} s")
-        text += f", {_later(check - now)} from now." if check > now else ", which has passed."
+                f"{clock(born)}; with retention.ms={keep_ms} it may go after {clock(due)}, so at "
+                f"the check at {clock(check)}")
+        text += f", {sim_time(check - now)} from now." if check > now else ", which has passed."
         return text
     return "In your run no partition holds a record yet, so no segment can age out."
-
-
-def _later(ms: int) -> str:
-    from app.frames import format_ms
-
-    return format_ms(ms)
 
 
 def live_retention_size(result: dict[str, Any]) -> str | None:
@@ -1560,7 +1551,7 @@ def live_producer_metadata(result: dict[str, Any]) -> str | None:
         many = "s" if there != 1 else ""
         text = f"In your run the producer's metadata shows all {there} partition{many} of the topic"
         if refreshes:
-            text += f"; it learned the last count in its refresh at {refreshes[-1]['t_ms'] / 1000:.3f} s"
+            text += f"; it learned the last count in its refresh at {clock(refreshes[-1]['t_ms'])}"
         return text + ", so keys hash over that count."
     return (f"In your run the topic has {there} partitions but the producer's metadata still shows {known}, "
             f"so it keeps hashing keys over {known} until its next refresh (metadata.max.age.ms).")

@@ -115,6 +115,8 @@ def _weigh_tags(value: Tags) -> int:
 def _weigh_derived(value: Any) -> int:
     """About how many bytes a derived list (a timeline's stops) holds: each item's texts and
     fixed fields; anything else counts as one small object."""
+    if hasattr(value, "stops"):  # app.frames.Path: the stops and a small box
+        value = value.stops
     if not isinstance(value, (list, tuple)):
         return 256
     total = 64
@@ -427,10 +429,10 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
         state = state.replace(actions=tuple(actions), inject=None)
     if step > last:
         where = "the end of this timeline" if last == step_count else f"to={last}"
-        notes.append(f"Step {step} is past {where} ({last} steps); showing step {last}.")
+        notes.append(f"The address's step={step} is past {where}; showing its last step.")
         step = last
     elif step < first:
-        notes.append(f"Step {step} is before from={first}; showing step {first}.")
+        notes.append(f"The address's step={step} is before from={first}; showing its first step.")
         step = first
     state = state.replace(step=step)
     view = sim.view(scenario, step)

@@ -43,7 +43,9 @@ Limits: at most `Settings.max_injected_actions` entries (more is a 400 that says
 most `Settings.max_step`, the whole query at most `Settings.max_query_chars` characters.
 
 Out-of-range knob values are not errors: the nearest valid value is used and a note says so
-(status 200). Values that cannot be read at all (``step=abc``, ``a=boom``) are a 400.
+(status 200). So is a value the control offers but the beat cannot run with (a beat's
+``knob_limits``: the beat that grows a topic to 4 partitions cannot start it with 4 or more); the
+note then says why. Values that cannot be read at all (``step=abc``, ``a=boom``) are a 400.
 """
 
 from __future__ import annotations
@@ -131,6 +133,13 @@ class SceneState:
             and self.actions == other.actions
         )
 
+    def moves_along(self, other: SceneState | None) -> bool:
+        """True when only the position on the timeline differs (the step, or moving by stops or by
+        engine steps): Step, Back, the scrubber, Restart and End. Such a move replaces the
+        browser's history entry instead of adding one (app/main.py), so the browser's Back leaves
+        the beat instead of undoing one step at a time; the URL still names the step."""
+        return other is not None and self.replace(step=other.step, fine=other.fine) == other
+
     def query_pairs(self, *, embed: bool = False) -> list[tuple[str, str]]:
         pairs: list[tuple[str, str]] = [("beat", self.beat)]
         pairs += list(self.knobs)
@@ -205,6 +214,16 @@ def _parse_knob(knob: Any, raw: str, notes: list[str]) -> str:
     return str(value)
 
 
+def _within_beat_limit(key: str, value: str, limit: Any, notes: list[str]) -> str:
+    """A knob value the control offers but this beat cannot run with (scenes/model.py KnobLimit):
+    the nearest value it can, and a note that says why, instead of an error page."""
+    allowed = limit.clamp(int(value))
+    if allowed == int(value):
+        return value
+    notes.append(f"{key}={value} does not work in this beat: {limit.why} Showing {key}={allowed}.")
+    return str(allowed)
+
+
 def _one(params: dict[str, list[str]], name: str) -> str | None:
     values = params.get(name)
     if not values:
@@ -265,6 +284,7 @@ def parse_state(
     if beat_id not in beats:
         raise BadStateURL(f"This scene has no beat {beat_id[:40]!r}; its beats are {', '.join(beats)}.")
     presets = beat_knob_values(beats[beat_id])
+    limits = getattr(beats[beat_id], "knob_limits", None) or {}
 
     knobs: list[tuple[str, str]] = []
     for knob in scene.knobs:
@@ -272,7 +292,10 @@ def parse_state(
         if raw is None or raw == "":
             knobs.append((knob.key, presets.get(knob.key, format_value(knob.default))))
         else:
-            knobs.append((knob.key, _parse_knob(knob, raw.strip(), notes)))
+            value = _parse_knob(knob, raw.strip(), notes)
+            if knob.key in limits:
+                value = _within_beat_limit(knob.key, value, limits[knob.key], notes)
+            knobs.append((knob.key, value))
 
     seed = _uint(params, "seed", cap=MAX_SEED)
     if seed is None:

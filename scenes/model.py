@@ -202,6 +202,32 @@ class KeyMoment(_Strict):
     nth: int = Field(default=1, ge=1)
 
 
+class KnobLimit(_Strict):
+    """The values of a whole-number knob that one beat can run with, when its story rules out some
+    of those its control offers: the beat that grows a topic to 4 partitions must start it with
+    fewer. The page then runs the nearest allowed value and says `why` (app/state.py), instead of
+    answering with an error page."""
+
+    min: int | None = None
+    max: int | None = None
+    why: str = Field(min_length=20)  # a sentence the learner reads: why this beat needs the limit
+
+    @model_validator(mode="after")
+    def _a_range(self) -> KnobLimit:
+        if self.min is None and self.max is None:
+            raise ValueError("a knob limit needs min or max")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"knob limit min {self.min} is above max {self.max}")
+        return self
+
+    def clamp(self, value: int) -> int:
+        if self.min is not None and value < self.min:
+            return self.min
+        if self.max is not None and value > self.max:
+            return self.max
+        return value
+
+
 class Beat(_Strict):
     id: str = Field(pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$")
     title: str
@@ -215,6 +241,8 @@ class Beat(_Strict):
     label: str | None = None
     # the moments "Jump to the key moment" lists and lands on (always stops of the default path)
     key_moments: list[KeyMoment] = Field(default_factory=list, max_length=3)
+    # knob values this beat cannot run with, by knob key (see KnobLimit)
+    knob_limits: dict[str, KnobLimit] = Field(default_factory=dict)
 
     @property
     def paragraphs(self) -> list[str]:
@@ -315,6 +343,16 @@ class Scene(_Strict):
         for beat in self.beats:
             for key, value in beat.knobs.items():
                 self.knob(key).check(value)
+            for key, limit in beat.knob_limits.items():
+                knob = self.knob(key)
+                if knob.kind != "int":
+                    raise ValueError(f"beat {beat.id}: knob limit on {key}, which is not a whole number")
+                allowed = [v for v in range(knob.min, knob.max + 1) if limit.clamp(v) == v]  # type: ignore[arg-type]
+                if not allowed:
+                    raise ValueError(f"beat {beat.id}: the limit on {key} leaves no value of its control")
+                preset = beat.knobs.get(key, knob.default)
+                if limit.clamp(preset) != preset:  # type: ignore[arg-type]
+                    raise ValueError(f"beat {beat.id}: its own {key}={preset} is outside its knob limit")
         for k in self.knobs:
             for other, allowed in (k.only_if or {}).items():
                 for value in allowed:

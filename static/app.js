@@ -114,12 +114,20 @@
   var focusedId = null;
   var fallback = null;
   // The caption's "Next beat" link is gone once the next beat starts: focus goes to Step.
+  // Each entry is tried in turn (a selector list would take the first match in page order).
   function fallbackFor(el) {
-    if (el && el.id === "caption-next") { return "#step-forward"; }
+    if (el && el.id === "caption-next") { return ["#step-forward"]; }
     // at the last stop Step is no longer a link: go on to the caption's "Next beat", else Back
-    if (el && el.id === "step-forward") { return "#caption-next, #step-back"; }
+    if (el && el.id === "step-forward") { return ["#caption-next", "#step-back"]; }
     var m = el && el.id && /^fault-.+-(\d+)$/.exec(el.id);
-    return m ? "#faults button[id$='-" + m[1] + "']" : null;
+    return m ? ["#faults button[id$='-" + m[1] + "']"] : null;
+  }
+  function firstOf(selectors) {
+    for (var i = 0; selectors && i < selectors.length; i++) {
+      var found = document.querySelector(selectors[i]);
+      if (found) { return found; }
+    }
+    return null;
   }
   document.addEventListener("htmx:beforeRequest", function (event) {
     var active = document.activeElement;
@@ -135,7 +143,7 @@
     if (!active || active === document.body) {
       var again = document.getElementById(focusedId);
       if (again && !again.matches("a[href], button:not([disabled]), input, select, [tabindex]")) { again = null; }
-      again = again || (fallback && document.querySelector(fallback));
+      again = again || firstOf(fallback);
       if (again) { again.focus({ preventScroll: true }); }
     }
   });
@@ -220,28 +228,87 @@
     requestAnimationFrame(revealViewer);
   });
 
-  // -- glossary tooltips stay on screen -----------------------------------------------------------
+  // -- on a phone, the caption stays clear of the pinned Step bar -------------------------------
+  // The bar rides at the bottom of the screen (static/app.css) and the caption follows the
+  // diagram in the page, so a tall diagram leaves the caption under the bar. After Step or Back
+  // (the bar's links, or the Step key, which clicks them) the page scrolls by just what it takes to
+  // show the whole caption above the bar, or its top when it is taller than the room. The heights
+  // do not change within a beat, so this scrolls at most once; the next steps find it in view.
+  var CAPTION_GAP_PX = 6;
+  var stepped = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    stepped = !!(elt && elt.closest && elt.closest("#stepbar"));
+  });
+  function captionClearOfBar() {
+    var bar = document.getElementById("stepbar");
+    var caption = document.getElementById("caption");
+    if (!bar || !caption || getComputedStyle(bar).position !== "fixed") { return; }
+    var room = bar.getBoundingClientRect().top - CAPTION_GAP_PX;
+    var box = caption.getBoundingClientRect();
+    var by = 0;
+    if (box.bottom > room) { by = box.bottom - room; }
+    if (box.top - by < CAPTION_GAP_PX) { by = box.top - CAPTION_GAP_PX; }  // taller than the room
+    if (Math.abs(by) >= 1) { window.scrollBy({ top: Math.round(by), behavior: "instant" }); }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!stepped) { return; }
+    stepped = false;
+    requestAnimationFrame(captionClearOfBar);  // htmx settles each swapped panel in turn
+  });
+
+  // -- the diagram in words stays open from step to step ----------------------------------------
+  var describeOpen = false;
+  document.addEventListener("htmx:beforeRequest", function () {
+    var describe = document.getElementById("describe");
+    describeOpen = !!(describe && describe.open);
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var describe = document.getElementById("describe");
+    if (describeOpen && describe && !describe.open) { describe.open = true; }
+  });
+
+  // -- glossary definitions stay on screen ----------------------------------------------------------
   // A term's definition shows under it as a tooltip on hover or keyboard focus (static/app.css),
-  // starting at the term's left edge; a term near the right edge would push it off the screen, so
-  // shift it left by the overflow. (The opened popover is centred on the screen already.)
-  function placeTip(term) {
-    var tip = term && term.parentElement && term.parentElement.querySelector(".gl-tip");
-    if (!tip || tip.matches(":popover-open")) { return; }
+  // starting at the term's left edge. Near either edge of the screen that would run off it, so the
+  // tooltip is moved sideways by what sticks out, and kept EDGE_PX clear of both edges. Opened by a
+  // click or a tap it is a popover centred on the screen; the tooltip's offsets must not follow it
+  // there (a tap focuses the term first: on a phone the card sat 8 px off the left edge), so they
+  // are cleared when it opens, and worked out again when it closes.
+  var EDGE_PX = 8;
+  function clearTip(tip) {
     tip.style.removeProperty("left");
     tip.style.removeProperty("top");
     tip.style.removeProperty("bottom");
+  }
+  function placeTip(term) {
+    var tip = term && term.parentElement && term.parentElement.querySelector(".gl-tip");
+    if (!tip) { return; }
+    clearTip(tip);
+    if (tip.matches(":popover-open")) { return; }
     var box = tip.getBoundingClientRect();
     if (!box.width) { return; }
-    var edge = document.documentElement.clientWidth - 8;
-    if (box.right > edge) {
-      tip.style.left = Math.round(Math.min(box.right - edge, box.left - 8) * -1) + "px";
-    }
+    var width = document.documentElement.clientWidth;
+    var shift = 0;
+    if (box.right > width - EDGE_PX) { shift = width - EDGE_PX - box.right; }
+    if (box.left + shift < EDGE_PX) { shift = EDGE_PX - box.left; }
+    if (shift) { tip.style.left = Math.round(shift) + "px"; }
     // near the bottom of the screen it opens above the term instead, when there is room there
-    if (box.bottom > window.innerHeight - 8 && term.getBoundingClientRect().top > box.height + 8) {
+    if (box.bottom > window.innerHeight - EDGE_PX && term.getBoundingClientRect().top > box.height + EDGE_PX) {
       tip.style.top = "auto";
       tip.style.bottom = "calc(100% + 4px)";
     }
   }
+  // the popover's toggle event does not bubble: listen in the capture phase
+  document.addEventListener("toggle", function (event) {
+    var tip = event.target instanceof Element && event.target.matches(".gl-tip") ? event.target : null;
+    if (!tip) { return; }
+    if (event.newState === "open") { clearTip(tip); return; }
+    var term = tip.parentElement && tip.parentElement.querySelector(".gl-term");
+    if (term && (term.matches(":focus-visible") || term.parentElement.matches(":hover"))) {
+      requestAnimationFrame(function () { placeTip(term); });
+    }
+  }, true);
   // Escape hides the definition shown on hover or focus, until the pointer or focus leaves
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape") { return; }

@@ -26,7 +26,7 @@ def test_embed_runs_in_an_iframe_on_another_origin(page: Page, live_server, othe
     frame.locator("#step-forward").click()
     expect(frame.locator("#timeline h2")).to_contain_text("step 1 of")
     frame.locator("#to-end").click()
-    expect(frame.locator("#timeline h2")).to_contain_text("step 12 of")
+    expect(frame.locator("#timeline h2")).to_contain_text(re.compile(r"step (\d+) of \1\b"))  # the last
     expect(frame.locator("#step-forward")).to_have_attribute("aria-disabled", "true")
     assert console_errors == []
 

@@ -95,3 +95,44 @@ def test_glossary_page_and_an_open_definition_are_clean_under_axe(page: Page, li
     page.goto(f"{live_server}/scenes/04")  # a scene with a definition open
     page.locator(".legend .gl-term").first.click()
     assert _blocking(page) == []
+
+
+TIP_BOX = """id => { const r = document.getElementById(id).getBoundingClientRect();
+  return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width,
+          page: document.documentElement.clientWidth, height: innerHeight}; }"""
+NEXT_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+MOST_TERMS = 24
+
+
+@pytest.mark.parametrize("width", [320, 360, 1280])
+@pytest.mark.parametrize("path", ["/scenes/01?beat=first-record&step=4", "/scenes/02?step=4"])
+def test_every_definition_stays_inside_the_screen_as_tooltip_and_as_card(
+    page: Page, live_server, path, width
+):
+    """The new-learner check found the opened definition 8 px off the left edge of a 360 px screen:
+    a tap focuses the term first, and the tooltip's sideways offset followed the card. Focused (a
+    tooltip under the term) and then opened (a card), every definition stays on the screen."""
+    page.set_viewport_size({"width": width, "height": 740})
+    page.goto(live_server + path)
+    page.wait_for_function("window.htmx !== undefined")
+    terms = page.locator("main .gl-term:visible")
+    outside = []
+    for i in range(min(terms.count(), MOST_TERMS)):
+        term = terms.nth(i)
+        tip_id = term.get_attribute("popovertarget")
+        term.focus()
+        page.keyboard.press("Shift+Tab")
+        page.keyboard.press("Tab")  # by keyboard: the definition shows as a tooltip
+        page.evaluate(NEXT_FRAMES)  # app.js places it on the next frame
+        tip = page.evaluate(TIP_BOX, tip_id)
+        assert tip["width"] > 0, f"term {i} ({term.inner_text()}) shows no tooltip"
+        if tip["left"] < 0 or tip["right"] > tip["page"]:
+            outside.append(("tooltip", term.inner_text(), tip))
+        term.click()  # a click or tap opens the card
+        expect(page.locator("#" + tip_id)).to_be_visible()
+        card = page.evaluate(TIP_BOX, tip_id)
+        inside = 0 <= card["left"] and card["right"] <= card["page"]
+        if not (inside and 0 <= card["top"] and card["bottom"] <= card["height"]):
+            outside.append(("card", term.inner_text(), card))
+        page.keyboard.press("Escape")
+    assert outside == []

@@ -1,5 +1,5 @@
 """The prediction in a real browser: choosing an option (htmx on top of a plain link) marks it,
-says right or wrong and why, keeps the step, and the checked page stays clean under axe."""
+says right or wrong and why, keeps the step, and the prediction panel stays clean under axe."""
 
 import re
 from urllib.parse import parse_qs, urlsplit
@@ -21,16 +21,16 @@ def test_choosing_an_option_gives_feedback_without_moving_the_step(page: Page, l
     page.wait_for_function("window.htmx !== undefined && document.documentElement.classList.contains('js')")
     page.click(f"#guess-{WRONG}")
     page.wait_for_url(re.compile(rf"guess={WRONG}"))
-    expect(page.locator("#check .feedback")).to_contain_text(f"you chose {WRONG}, the answer is {RIGHT}")
+    expect(page.locator("#predict .feedback")).to_contain_text(f"you chose {WRONG}, the answer is {RIGHT}")
     expect(page.locator(f"#guess-{WRONG}")).to_have_attribute("aria-current", "true")
     assert parse_qs(urlsplit(page.url).query)["step"] == ["4"]
     page.click(f"#guess-{RIGHT}")
     page.wait_for_url(re.compile(rf"guess={RIGHT}"))
-    expect(page.locator("#check .feedback")).to_contain_text(f"Right: {RIGHT}.")
+    expect(page.locator("#predict .feedback")).to_contain_text(f"Right: {RIGHT}.")
     page.reload()
-    expect(page.locator("#check .feedback")).to_contain_text(f"Right: {RIGHT}.")
-    page.click("#check .feedback >> text=Clear my answer")
-    expect(page.locator("#check details.reveal")).to_have_count(1)
+    expect(page.locator("#predict .feedback")).to_contain_text(f"Right: {RIGHT}.")
+    page.click("#predict .feedback >> text=Clear my answer")
+    expect(page.locator("#predict details.reveal")).to_have_count(1)
     assert console_errors == []
 
 
@@ -39,17 +39,17 @@ def test_choosing_works_without_javascript(browser, live_server):
     page = context.new_page()
     page.goto(f"{live_server}/scenes/05?beat={BEAT.id}&step=2")
     page.click(f"#guess-{WRONG}")
-    expect(page.locator("#check .feedback")).to_contain_text("Why not")
+    expect(page.locator("#predict .feedback")).to_contain_text("Why not")
     assert "step=2" in page.url
     context.close()
 
 
 @pytest.mark.parametrize("guess", [RIGHT, WRONG])
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_axe_on_the_check_panel_after_a_guess(page: Page, live_server, guess, theme):
+def test_axe_on_the_prediction_after_a_guess(page: Page, live_server, guess, theme):
     page.context.add_cookies([{"name": "theme", "value": theme, "url": live_server}])
     page.goto(f"{live_server}/scenes/05?beat={BEAT.id}&step=4&guess={guess}")
-    page.locator("#check details.why-not summary").click()
+    page.locator("#predict details.why-not summary").click()
     results = Axe().run(page)
     blocking = [
         f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"

@@ -35,8 +35,10 @@ def forward_step(page: Page) -> int:
 
 
 def wait_for_step(page: Page, step: int) -> None:
+    """The page shows engine step `step` (the address's step=, and the scrubber's value: the text
+    counts Step's stops, app/formats.py)."""
     page.wait_for_url(re.compile(rf"[?&]step={step}(&|$)"), timeout=TIMEOUT_MS)
-    expect(page.locator("#timeline h2")).to_contain_text(f"step {step} of", timeout=TIMEOUT_MS)
+    expect(page.locator("#step")).to_have_value(str(step), timeout=TIMEOUT_MS)
 
 
 @pytest.fixture
@@ -66,13 +68,16 @@ def test_step_forward_back_and_history(scene: Page):
     assert second > first
     scene.click("#step-forward")
     wait_for_step(scene, second)
-    expect(scene.locator("#log li.current")).to_have_attribute("value", str(second))
-    expect(scene.locator("#log-live")).to_contain_text(f"Step {second}:")
+    expect(scene.locator("#log .log-lines li")).to_have_count(second)
+    expect(scene.locator("#log .log-lines li").last).to_have_class("current")
+    # the live region says where the Step bar says the page is
+    position = scene.locator("#stepbar .step-count").inner_text().split(" · ")[0]
+    assert re.fullmatch(r"Step \d+ of \d+", position)
+    expect(scene.locator("#log-live")).to_contain_text(position + ":")
     scene.click("#step-back")
     wait_for_step(scene, first)
-    scene.go_back()
-    wait_for_step(scene, second)
-    scene.go_forward()
+    # a step replaces the history entry (tests/browser/test_history.py); the address keeps it
+    scene.reload()
     wait_for_step(scene, first)
 
 
@@ -133,7 +138,7 @@ def test_inject_a_crash_changes_the_diagram_and_the_log(scene: Page, live_server
     expect(row).to_have_class(re.compile(r"\bcrashed\b"))
     expect(scene.locator("#log li.current")).to_contain_text("B2")
     expect(scene.locator("#fault-restart-2")).to_be_visible()
-    expect(scene.locator("#timeline .injected")).to_contain_text("crash:2@5")
+    expect(scene.locator("#pace .injected")).to_contain_text("crash:2@5")
 
 
 def test_tap_a_question_and_ask_one(scene: Page):
@@ -193,7 +198,7 @@ def test_play_runs_to_the_next_steps_and_pauses(scene: Page):
 
 
 def test_predict_then_reveal_and_beats(scene: Page):
-    details = scene.locator("#check .predict details")
+    details = scene.locator("#predict .predict details")
     expect(details).not_to_have_attribute("open", "")
     details.locator("summary").click()
     expect(details).to_have_attribute("open", "")

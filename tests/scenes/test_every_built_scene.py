@@ -190,7 +190,8 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
     and set alone as typed (a sample of a wide range). It is written where its target says and the
     engine accepts the scenario and reads the value, except that a beat writing to partition p
     cannot have p or fewer partitions, and a beat that grows the topic to n partitions cannot start
-    with n or more: the engine refuses both with its own readable message (Kafka's, for the second)."""
+    with n or more: the engine refuses both (Kafka's message, for the second), and the beat's
+    knob_limits keep the web app from running them (tests/web/test_knob_values.py)."""
     from engine.scenario import resolve
 
     scene = scene_for(scene_id)
@@ -219,15 +220,20 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
                     assert (sc[key] if section is None else sc[section][key]) == value, where
                 else:
                     assert knob.only_if, where  # only a knob with a condition is ever left out
+                # the web app never runs these: the beat's knob_limits say why and run another value
+                limit = beat.knob_limits.get(knob.key)
                 if knob.key == "partitions" and value <= highest:
+                    assert limit is not None and limit.clamp(value) != value, where
                     with pytest.raises(engine.ScenarioError, match=r"partition\(s\)"):
                         engine.validate(sc)
                     continue
                 if knob.key == "partitions" and grown is not None and value >= grown:
+                    assert limit is not None and limit.clamp(value) != value, where
                     with pytest.raises(engine.ScenarioError, match=r"which is higher than the requested"
                                        r"|already has \d+ partitions"):
                         engine.validate(sc)
                     continue
+                assert limit is None or limit.clamp(value) == value, (where, "a limit on a value that runs")
                 parsed = engine.validate(sc)
                 if applies and knob.key in CHECKED_IN_CONFIG:
                     _check_reaches_the_engine(knob.key, value, sc, resolve(parsed))

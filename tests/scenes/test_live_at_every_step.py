@@ -32,6 +32,7 @@ import pytest
 import scenes
 from app import presenters
 from app.challenges import judge
+from app.formats import clock
 from app.presenters import KNOB_PLACEHOLDER
 from app.qa import live_answer
 from app.qa_panel import live_context
@@ -145,7 +146,8 @@ def test_the_issue_example_step_0_of_the_unclean_beat_says_nothing_of_c():
     end_state = state.replace(step=timeline.step_count)
     end, _ = build_timeline(SIM, scene, end_state)
     verdict = presenters.challenge_panel(scene, end, sandbox=False, views=SIM.views(end.scenario))
-    assert verdict["lost_step"] is not None and f"at step {verdict['lost_step']}" in verdict["verdict"]
+    lost_t = end.steps[verdict["lost_step"] - 1]["t_ms"]
+    assert verdict["lost_step"] is not None and f"at {clock(lost_t)}" in verdict["verdict"]
     assert set(verdict["lost"]) == {"b", "c"}
 
 

@@ -157,7 +157,8 @@ def test_step_and_back_walk_stops_and_fine_walks_engine_steps():
     before = frames.previous_stop(stops, 18)
     assert f"step={after.step}" in panel["forward_url"]
     assert f"step={before.step}" in panel["back_url"]
-    assert panel["stop"]["at_stop"] and panel["stop"]["count"] == len(stops)
+    # counted in presses of Step: the start is step 0, so the last stop is step len(stops) - 1
+    assert panel["stop"]["at_stop"] and panel["stop"]["count"] == len(stops) - 1
     fine_state = state.replace(fine=True)
     fine = presenters.timeline_panel(timeline, fine_state, embed=False, stops=stops)
     assert "step=19" in fine["forward_url"] and "fine=1" in fine["forward_url"]

@@ -103,7 +103,7 @@ def test_the_challenge_is_judged_from_the_run(s01):
 def test_live_answers_read_the_state_at_the_step(s01):
     r = replay(s01, "reader-away")
     assert "group payments has committed P0 1" in ask_live("who-remembers-my-place", r, "01")
-    assert "first rebalance finished at 3.004 s" in ask_live("first-poll-is-slow", r, "01")
+    assert "first rebalance finished at t = 3.004 s" in ask_live("first-poll-is-slow", r, "01")
     early = {**r, "view": r["views"][1], "at_step": 1}
     assert "No group has formed" in ask_live("first-poll-is-slow", early, "01")
     two = replay(s01, "partitions")

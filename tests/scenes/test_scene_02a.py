@@ -195,7 +195,7 @@ def test_live_answers_read_the_segments_at_the_step(s02a):
     before = {**engine.simulate(sc, at_step=delete - 1), "steps": at["steps"], "at_step": delete - 1,
               "scenario": sc}
     text = ask_live("when-exactly-deleted", before, "02a")
-    assert "oldest segment (0-2) has its newest record from 5.000 s" in text
-    assert "at the check at 3630.000 s" in text
+    assert "oldest segment (0-2) has its newest record from t = 5 s" in text
+    assert "at the check at t = 1 hour 0 min 30 s" in text
     after = {**engine.simulate(sc, at_step=delete), "steps": at["steps"], "at_step": delete, "scenario": sc}
-    assert "Last deletion, at 3630.000 s" in ask_live("is-the-active-segment-safe", after, "02a")
+    assert "Last deletion, at t = 1 hour 0 min 30 s" in ask_live("is-the-active-segment-safe", after, "02a")

@@ -293,7 +293,8 @@ def _ask(qa_id: str, result: dict[str, Any]) -> str:
 
 def test_live_answers_describe_the_run(s04a):
     r = run(s04a, "leader-fenced")
-    assert "fenced broker 1, at 9.0 s, 8.5 s after it crashed" in _ask("how-kafka-decides-broker-dead", r)
+    fenced = _ask("how-kafka-decides-broker-dead", r)
+    assert "fenced broker 1, at t = 9.001 s, 8.497 s after it crashed" in fenced
     assert "PartitionChangeRecord (leader 2, isr [2, 3])" in _ask("what-is-in-metadata-log", r)
     assert "BrokerRegistrationChangeRecord (broker 1, fenced=1)" in _ask("what-is-in-metadata-log", r)
     text = _ask("how-controller-picks-leader", r)

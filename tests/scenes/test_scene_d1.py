@@ -138,7 +138,7 @@ def test_live_answers_read_the_simulation(scene):
 
     by_id = {q.id: q for q in scene.qa}
     text = live_answer(by_id["why-p999-spiky"], run(scene, "slow-follower-holds-writes"))
-    assert "broker 3's fetches take 2000 ms longer" in text and "inside the ISR" in text and "4.0 s" in text
+    assert "broker 3's fetches take 2 s longer" in text and "inside the ISR" in text and "4.004 s" in text
     text = live_answer(by_id["why-not-majority"], run(scene, "largest-leo-loses"))
     assert "not Kafka" in text and "lost acknowledged b" in text
     text = live_answer(by_id["why-not-majority"], run(scene, "slow-follower-holds-writes"))

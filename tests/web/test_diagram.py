@@ -127,7 +127,7 @@ def test_messages_in_flight_are_drawn_at_their_sender_with_an_arrow_to_the_recei
     assert "produce c → B1" in texts and "AlterPartition ISR {1, 2} → controller" in texts
     held = next(p for p in d["pills"] if p["kind"] == "fetch_held")
     assert held["at"] == "b1" and held["text"] == "holds B3's fetch @2"
-    assert d["clock"]["waits"][held["key"]] == "0.4 s left"  # the wait ticks with the clock
+    assert d["clock"]["waits"][held["key"]] == "400 ms left"  # the wait ticks with the clock
     rows = rows_of(d)
     assert [a["shown"] for a in rows[2]["acts"]] == ["fetch @2 → B1"]
     assert any(a["type"] == "pill" and a["kind"] == "produce" for a in d["boxes"][0]["acts"])
@@ -136,7 +136,7 @@ def test_messages_in_flight_are_drawn_at_their_sender_with_an_arrow_to_the_recei
     # the phone puts the same pills under the sender's log
     assert [a["shown"] for a in rows_of(d["narrow"])[2]["acts"]] == ["fetch @2 → B1"]
     text = " ".join(d["description"])
-    assert "B2 sends fetch @2 → B1" in text and "holds B3's fetch @2 (long poll, 0.4 s left)" in text
+    assert "B2 sends fetch @2 → B1" in text and "holds B3's fetch @2 (long poll, 400 ms left)" in text
 
 
 def test_routine_heartbeats_are_left_out_but_a_fenced_brokers_are_shown():

@@ -2,7 +2,7 @@
 
 A guess is part of the state (shareable, survives reload), validated against the beat's options,
 dropped when the beat changes, and it does not change the scenario, so htmx gets a step-panel
-swap that includes the check panel.
+swap that includes the prediction panel (under the caption since issue 10's new-learner check).
 """
 
 import re
@@ -16,9 +16,9 @@ RIGHT = chr(ord("A") + BEAT.predict.answer)
 WRONG = next(chr(ord("A") + i) for i in range(len(BEAT.predict.options)) if i != BEAT.predict.answer)
 
 
-def check_panel(html: str) -> str:
-    match = re.search(r'<section id="check".*?</section>', html, re.S)
-    assert match, "no check panel"
+def predict_panel(html: str) -> str:
+    match = re.search(r'<section id="predict".*?</section>', html, re.S)
+    assert match, "no prediction panel"
     return match.group(0)
 
 
@@ -29,7 +29,7 @@ def notes(html: str) -> str:
 
 def test_each_option_is_a_button_that_keeps_the_state_and_sets_the_guess(client):
     page = client.get(f"{SCENE}?beat={BEAT.id}&step=3")
-    panel = check_panel(page.text)
+    panel = predict_panel(page.text)
     letters = re.findall(r'<button type="submit" form="act-guess" name="guess" value="([A-Z])"', panel)
     assert letters == [chr(ord("A") + i) for i in range(len(BEAT.predict.options))]
     assert "step=" not in panel  # the panel holds no step: a step update leaves it out
@@ -46,7 +46,7 @@ def test_a_wrong_guess_is_marked_and_explained(client):
     page = client.get(f"{SCENE}?beat={BEAT.id}&step=3&guess={WRONG}")
     assert page.status_code == 200
     assert page.context["state"].guess == WRONG
-    panel = check_panel(page.text)
+    panel = predict_panel(page.text)
     assert f"you chose {WRONG}, the answer is {RIGHT}" in panel
     why = BEAT.predict.why_not[ord(WRONG) - ord("A")]
     assert why.split(".")[0].replace("'", "&#39;") in panel
@@ -58,7 +58,7 @@ def test_a_wrong_guess_is_marked_and_explained(client):
 
 def test_a_right_guess_says_so_and_shows_the_explanation(client):
     page = client.get(f"{SCENE}?beat={BEAT.id}&guess={RIGHT.lower()}")
-    panel = check_panel(page.text)
+    panel = predict_panel(page.text)
     assert page.context["state"].guess == RIGHT  # the letter is read case-insensitively
     assert f"Right: {RIGHT}." in panel and "Not quite" not in panel
     assert BEAT.predict.explanation.split(".")[0].replace("'", "&#39;") in panel
@@ -70,7 +70,7 @@ def test_the_guess_survives_a_reload_and_is_in_the_share_link(client):
     assert f"guess={WRONG}" in share
     again = client.get(share)
     assert again.context["state"].guess == WRONG
-    assert check_panel(again.text) == check_panel(first.text)
+    assert predict_panel(again.text) == predict_panel(first.text)
     # stepping keeps it
     forward = first.context["timeline"]["forward_url"]
     assert f"guess={WRONG}" in forward
@@ -102,13 +102,13 @@ def test_a_guess_for_another_beat_is_checked_against_this_beats_options(client):
     assert page.context["state"].guess is None and "is not one of this beat" in notes(page.text)
 
 
-def test_guessing_with_htmx_is_a_step_swap_that_resends_the_check_panel(client):
+def test_guessing_with_htmx_is_a_step_swap_that_resends_the_predict_panel(client):
     current = client.get(f"{SCENE}?beat={BEAT.id}&step=3")
     url = button_url(current.text, f"guess-{WRONG}")
     here = "http://testserver" + current.context["share"]["path"]
     r = client.get(url, headers={**HTMX, "HX-Current-URL": here})
     ids = re.findall(r'id="([a-z-]+)"[^>]*hx-swap-oob', r.text)
-    assert "check" in ids
+    assert "predict" in ids
     assert "knobs" not in ids and "headroom" not in ids  # the scenario did not change
     assert f"guess={WRONG}" in r.headers["HX-Push-Url"]
     assert "Not quite" in r.text

@@ -9,7 +9,7 @@ import re
 import pytest
 
 import scenes
-from app import presenters
+from app import formats, presenters
 from tests.web.conftest import HTMX
 
 BUILT = [s.id for s in scenes.list_scenes() if s.built]
@@ -55,9 +55,11 @@ def test_compare_is_aligned_by_simulated_time(client):
     response = client.get("/scenes/06?beat=hw-truncation-loses&step=10")
     main_t = response.context["diagram"]["summary"]
     compare = response.context["compare"]
-    t_main = int(re.search(r"t = (\d+) ms", main_t).group(1))
-    t_other = int(re.search(r"t = (\d+) ms", compare["position"]).group(1))
-    assert t_other <= t_main
+    t_main = response.context["timeline"]["t_ms"]
+    # the comparison's position reads its clock the way the page reads every clock (app/formats.py)
+    shown = re.search(r"· (t = [^(]+?) \(", compare["position"]).group(1)
+    t_other = next(t for t in range(t_main + 1) if formats.clock(t) == shown)
+    assert t_other <= t_main and f"t = {formats.sim_time(t_main)}" in main_t
 
 
 def test_a_comparison_the_knobs_make_impossible_is_a_note_not_an_error(client):

@@ -111,7 +111,7 @@ def test_the_same_step_update_is_rendered_once_and_served_again(app, client):
     hits = cache.hits
     again = step(client, "04a", 5, "")
     assert cache.hits == hits + 1
-    assert again.text == first.text and again.headers["HX-Push-Url"] == first.headers["HX-Push-Url"]
+    assert again.text == first.text and again.headers["HX-Replace-Url"] == first.headers["HX-Replace-Url"]
     assert again.headers["content-type"] == first.headers["content-type"]
     other = step(client, "04a", 5, held(first.text))  # the page holds more: a smaller answer
     assert cache.hits == hits + 1 and len(other.text) < len(first.text)
