@@ -126,14 +126,28 @@ def test_step_key_goes_back_and_leaves_fields_alone(page: Page, live_server, con
 
 
 def test_the_step_key_at_a_beats_last_stop_goes_on_to_the_next_beat(page: Page, live_server, console_errors):
-    """At the last stop Step is disabled; the Step key follows the caption's "Next beat" link."""
+    """At the last stop Step becomes "Next beat", and the Step key follows it."""
     page.set_viewport_size(DESKTOP)
     page.goto(live_server + "/scenes/01?beat=first-record&step=999")
     ready(page)
     expect(page.locator("#caption-next")).to_be_visible()
-    assert forward_href(page) is None
+    assert "beat=consumer-pulls" in (forward_href(page) or "")
     page.keyboard.press("ArrowRight")
     page.wait_for_function("() => location.search.includes('consumer-pulls')")
+    assert console_errors == []
+
+
+def test_on_a_phone_step_itself_goes_on_at_a_beats_last_stop(page: Page, live_server, console_errors):
+    """The new-learner check at 360x740: at a beat's end Step was greyed out and the "Next beat"
+    link sat under the pinned bar, a dead end for a finger. Step itself now reads "Next beat"."""
+    page.set_viewport_size({"width": 360, "height": 740})
+    page.goto(live_server + "/scenes/03?beat=hot-partition&step=999")
+    ready(page)
+    button = page.locator("#step-forward")
+    expect(button).to_have_text("Next beat ▶")
+    button.click()
+    page.wait_for_function("() => location.search.includes('add-partitions')")
+    expect(page.locator("#step-forward")).to_have_text("Step ▶")
     assert console_errors == []
 
 
