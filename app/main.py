@@ -515,7 +515,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "charts": state_panels.charts_slot(scene, state, timeline),
             "course": presenters.course_links(scene.id, embed=embed),
             "timeline": presenters.timeline_panel(timeline, state, embed=embed, stops=stops),
-            "caption": presenters.caption_panel(timeline, state, embed=embed, stops=stops),
+            "caption": presenters.caption_panel(
+                timeline, state, embed=embed, stops=stops, sandbox=beat["sandbox"]
+            ),
             "faults": presenters.fault_buttons(timeline, state, embed=embed),
             "faults_idle_note": presenters.idle_brokers_note(timeline),
             "log": presenters.event_log(timeline, settings.max_log_lines),

@@ -807,10 +807,20 @@ def timeline_panel(
 
 
 def caption_panel(
-    timeline: Timeline, state: SceneState, *, embed: bool, stops: list[frames.Stop] | None = None
+    timeline: Timeline,
+    state: SceneState,
+    *,
+    embed: bool,
+    stops: list[frames.Stop] | None = None,
+    sandbox: bool = False,
 ) -> dict[str, Any]:
     """What the learner reads under the diagram: what just happened (the current stop's steps),
-    how much simulated time passed since the previous stop, and the newest event-log lines."""
+    how much simulated time passed since the previous stop, and the newest event-log lines.
+
+    `sandbox` (the learner changed the beat's knobs or injected a fault): a key moment's title is
+    written for the beat's own run ("bob's hash lands in partition 0"), so it is not shown; the
+    caption, computed from this run, says what happened (the learner check saw a key moment
+    contradict the caption under it after a knob change)."""
     step = timeline.step
     steps = timeline.steps
     path = _path(timeline, stops)
@@ -835,10 +845,10 @@ def caption_panel(
         for s in steps[max(0, step - CAPTION_LOG_LINES) : step]
     ]
     return {
-        "room": caption_room(timeline, state, path),
+        "room": caption_room(timeline, state, path, sandbox=sandbox),
         "title": title,
         "jump": jump,
-        "key_moment": stop.key_moment if stop is not None else None,
+        "key_moment": stop.key_moment if stop is not None and not sandbox else None,
         "repeat": bool(stop is not None and stop.repeat),
         "folded": stop.folded_count if stop is not None else 1,
         "expand_url": expand_url,
@@ -864,7 +874,7 @@ def _gap_jump(steps: list[dict[str, Any]], k: int) -> str | None:
 
 
 def caption_room(
-    timeline: Timeline, state: SceneState, path: list[frames.Stop] | None
+    timeline: Timeline, state: SceneState, path: list[frames.Stop] | None, *, sandbox: bool = False
 ) -> list[dict[str, Any]]:
     """The captions of this timeline that the caption box keeps room for: each a dict of the parts
     that stack in it (key moment, jump, title, whether it has the expand link, and whether it is
@@ -876,14 +886,14 @@ def caption_room(
             if stop.step <= timeline.first_step:
                 continue
             candidates.append({
-                "key_moment": stop.key_moment,
+                "key_moment": None if sandbox else stop.key_moment,
                 "jump": stop.time_jump,
                 "title": stop.title,
                 "expand": stop.repeat,
                 "last": stop.step >= timeline.last_step,
             })
     else:  # one engine step at a time: each step's own text, under its stop's key moment if any
-        moments = {stop.step: stop.key_moment for stop in path or [] if stop.key_moment}
+        moments = {stop.step: stop.key_moment for stop in path or [] if stop.key_moment and not sandbox}
         for k in range(max(1, timeline.first_step + 1), timeline.last_step + 1):
             candidates.append({
                 "key_moment": moments.get(k),

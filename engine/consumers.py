@@ -596,7 +596,8 @@ class Clients:
         self.step(
             "consumer_poll_empty",
             c.id,
-            f"{c.id}.poll() returns no records after {self.clock.now - started} ms: {self._why_empty(c)}",
+            f"{c.id}.poll() waited {self.clock.now - started} ms, its whole timeout, and returns no "
+            f"records: {self._why_empty(c)}",
             consumer=c.id,
         )
 
@@ -690,13 +691,14 @@ class Clients:
         said = ", ".join(f"P{p} {o}" for p, o in sorted(offsets.items())) or "nothing"
         self._schedule_offsets_cleanup()
         if error is None:
-            self.step(
-                "consumer_commit",
-                c.id,
-                f"{c.id}'s {why} stores offsets {said} for group {c.group!r} "
-                f"(the next offsets to read) on coordinator B{coordinator}",
-                consumer=c.id,
-            )
+            if offsets:
+                text = (
+                    f"{c.id}'s {why} stores offsets {said} for group {c.group!r} "
+                    f"(the next offsets to read) on coordinator B{coordinator}"
+                )
+            else:  # no position yet (nothing fetched): the commit carries no offset at all
+                text = f"{c.id}'s {why} has no position to store: group {c.group!r} commits nothing"
+            self.step("consumer_commit", c.id, text, consumer=c.id)
         else:
             self._error(c, error, f"{c.id}'s {why} of {said} fails: {error}")
         if wait:

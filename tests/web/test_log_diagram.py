@@ -276,3 +276,26 @@ def test_the_groups_coordinator_is_never_called_a_broker_where_faults_change_not
     state, _ = parse_state(scene, [("beat", "commit-next-offset"), ("step", "0")], Settings())
     rows = presenters.fault_buttons(timeline, state, embed=False)
     assert {int(r["broker"]) for r in rows} == {1, 2}
+
+
+def test_a_key_moment_written_for_the_beats_knobs_is_not_shown_over_another_run():
+    """03 beat 1 at partitions=12: 'bob's negative hash lands in partition 0 too' is false there
+    (bob goes to P6), so the caption box drops the key moment and keeps the run's own caption."""
+    from app import frames, presenters
+
+    scene = scenes.load_scene("03")
+    beat_data = next(b for b in scene.beats if b.id == "keys-pick-partitions")
+    for knobs, shown in (((), True), ((("partitions", "12"),), False)):
+        pairs = [("beat", "keys-pick-partitions"), *knobs]
+        state, _ = parse_state(scene, pairs, Settings())
+        timeline, state = build_timeline(SIM, scene, state)
+        beat = presenters.beats_panel(scene, state, timeline, embed=False)
+        stops = frames.timeline_stops(SIM, timeline, frames.beat_key_moments(beat_data))
+        seen = []
+        for stop in stops[1:]:
+            st, _ = parse_state(scene, [*pairs, ("step", str(stop.step))], Settings())
+            tl, st = build_timeline(SIM, scene, st)
+            cap = presenters.caption_panel(tl, st, embed=False, stops=stops, sandbox=beat["sandbox"])
+            seen.append(cap["key_moment"])
+        assert beat["sandbox"] is not shown
+        assert any(seen) is shown, seen
