@@ -234,7 +234,8 @@ def _spell(word: str) -> str:
 
 
 def _spelt(query: str) -> str:
-    return re.sub(r"[a-z]+", lambda m: _spell(m.group(0)), query.lower())
+    # whole words with their digits ("murmur2"), so a word's letters are never respelt on their own
+    return re.sub(r"[a-z][a-z0-9]*", lambda m: _spell(m.group(0)), query.lower())
 
 
 def _term_key(text: str) -> str:
