@@ -596,8 +596,8 @@ class Clients:
         self.step(
             "consumer_poll_empty",
             c.id,
-            f"{c.id}.poll() waited {self.clock.now - started} ms, its whole timeout, and returns no "
-            f"records: {self._why_empty(c)}",
+            f"{c.id}.poll() returns nothing after its {self.clock.now - started} ms timeout: "
+            f"{self._why_empty(c)}",
             consumer=c.id,
         )
 
@@ -644,7 +644,7 @@ class Clients:
                 else:
                     caught_up.append(f"P{p} at {hw}")
         if caught_up:
-            others.insert(0, f"caught up at the high watermark ({', '.join(caught_up)}): nothing new to read")
+            others.insert(0, f"caught up at the high watermark ({', '.join(caught_up)})")
         return "; ".join(others)
 
     def _deliver(self, c: ConsumerProc, got: list[tuple[int, int, Any]], entry: dict[str, Any]) -> None:

@@ -162,7 +162,7 @@ class ProducerProc:
         self.keyless.num_partitions = new
         age = self.config.metadata_max_age_ms
         if asked is None:
-            why = f"The producer's metadata has reached metadata.max.age.ms ({age} ms): it refreshes it"
+            why = f"The producer's metadata is as old as metadata.max.age.ms={age} allows: it refreshes it"
         else:
             why = (
                 f"P{asked} is not in the producer's metadata ({old} partition{'s' if old != 1 else ''}): "

@@ -137,8 +137,7 @@ class LeaderRole:
                 self.count_step()
             else:
                 if self.part2:  # the client-side scenes: where the records land, no epochs yet
-                    where = _fmt_offsets(first, last)
-                    text = f"{who} appends {_fmt_records(batch.records)} to the log at {where}"
+                    text = f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)}"
                 else:
                     text = (
                         f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
@@ -248,8 +247,8 @@ class LeaderRole:
                 )
             elif acks == -1 and self.part2:
                 # the client-side scenes come before replication: the same fact, fewer terms
-                where = "on every in-sync replica" if len(self.replicas) > 1 else "in the log"
-                text = f"B{br.id} answers the producer: {_fmt_records(b.records)} stored {where}"
+                where = " on every in-sync replica" if len(self.replicas) > 1 else ""
+                text = f"B{br.id} answers the producer: {_fmt_records(b.records)} is stored{where}"
             elif acks == -1:
                 text = (
                     f"B{br.id}'s HW {br.hw} passed offset {required - 1}: every ISR member has "
@@ -347,7 +346,7 @@ class LeaderRole:
         else:
             if self.part2:
                 upto = "offset 0" if candidate == 1 else f"offsets up to {candidate - 1}"
-                text = f"B{br.id}'s high watermark moves {old} -> {candidate}: consumers can now read {upto}"
+                text = f"B{br.id}'s high watermark moves {old} -> {candidate}: consumers can read {upto}"
             else:
                 text = f"Leader B{br.id} HW {old} -> {candidate}"
             self.step("leader_advance_high_watermark", f"broker-{br.id}", text, broker=br.id)

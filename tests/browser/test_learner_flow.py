@@ -9,6 +9,7 @@ from playwright.sync_api import Page, expect
 from tests.browser.test_layout import (
     COMPARE_BEATS,
     DESKTOP,
+    FORWARD_JS,
     PHONE,
     STEP_BEAT,
     TIMEOUT_MS,
@@ -192,7 +193,9 @@ def test_last_stop_offers_the_next_beat(page: Page, live_server, console_errors)
     page.set_viewport_size(DESKTOP)
     page.goto(live_server + STEP_BEAT + "&step=9999")
     ready(page)
-    expect(page.locator("#step-forward")).to_have_attribute("aria-disabled", "true")
+    # Step itself goes on to the next beat (a phone has no Step key), as does the caption's link
+    expect(page.locator("#step-forward")).to_have_text("Next beat ▶")
+    assert "beat=" in (page.locator("#step-forward").get_attribute("href") or "")
     nxt = page.locator("#caption-next")
     expect(nxt).to_contain_text("Next beat:")
     before = page.url
@@ -206,18 +209,20 @@ def test_last_stop_offers_the_next_beat(page: Page, live_server, console_errors)
 
 
 def test_at_the_last_stop_focus_moves_from_step_to_the_next_beat(page: Page, live_server, console_errors):
-    """Step stops being a link at the end of a beat; focus must not drop to <body>."""
+    """At the end of a beat Step becomes "Next beat"; focus stays on it, never dropping to <body>."""
     page.set_viewport_size(DESKTOP)
     page.goto(live_server + "/scenes/05?beat=rf1-cap")
     ready(page)
     page.focus("#step-forward")
     for _ in range(20):
-        if not page.evaluate("(document.getElementById('step-forward') || {}).href"):
+        if not page.evaluate(FORWARD_JS):
             break
         before = page.url
         page.keyboard.press("Enter")
         page.wait_for_function("u => location.href !== u", arg=before)
         settle(page)
-    assert not page.evaluate("(document.getElementById('step-forward') || {}).href"), "never reached the end"
-    assert page.evaluate("document.activeElement.id") == "caption-next"
+    assert not page.evaluate(FORWARD_JS), "never reached the end"
+    # Step itself now offers the next beat, so focus stays on it
+    assert page.evaluate("document.activeElement.id") == "step-forward"
+    expect(page.locator("#step-forward")).to_have_text("Next beat ▶")
     assert console_errors == []
