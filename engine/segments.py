@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -84,16 +85,17 @@ class LogConfig:
         known = {f.replace("_", "."): f for f in cls.__dataclass_fields__}
         return cls(**{known[k]: v for k, v in topic.items() if k in known})  # type: ignore[arg-type]
 
-    @property
+    # the config is frozen, so what follows from it is worked out once (each append reads it)
+    @cached_property
     def delete(self) -> bool:
         """`LogConfig.delete`: the policy includes `delete`."""
         return "delete" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def max_segment_ms(self) -> int:
         """`LogConfig.maxSegmentMs`: a compacted topic rolls by `max.compaction.lag.ms` too."""
         if self.compact and self.max_compaction_lag_ms > 0:
@@ -153,6 +155,17 @@ class Record:
 class Batch:
     records: tuple[Record, ...]
     size_bytes: int
+    # worked out once, when the batch is made: a batch is frozen and shared by every replica that
+    # holds it, and each append asks for these several times (roll check, segment bookkeeping)
+    max_timestamp_ms: int = field(init=False, repr=False, compare=False)
+    offset_of_max_timestamp: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        top = max(r.timestamp_ms for r in self.records)
+        object.__setattr__(self, "max_timestamp_ms", top)
+        # `DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max
+        first = next(r.offset for r in self.records if r.timestamp_ms == top)
+        object.__setattr__(self, "offset_of_max_timestamp", first)
 
     @property
     def base_offset(self) -> int:
@@ -161,16 +174,6 @@ class Batch:
     @property
     def last_offset(self) -> int:
         return self.records[-1].offset
-
-    @property
-    def max_timestamp_ms(self) -> int:
-        return max(r.timestamp_ms for r in self.records)
-
-    @property
-    def offset_of_max_timestamp(self) -> int:
-        """`DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max."""
-        top = self.max_timestamp_ms
-        return next(r.offset for r in self.records if r.timestamp_ms == top)
 
 
 @dataclass
