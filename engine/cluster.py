@@ -40,10 +40,47 @@ def run(
     all_views: bool = False,
 ) -> dict[str, Any]:
     """Run a resolved scenario: every partition's simulation on one clock, then the result."""
+    clock = Clock(limits, cfg.max_sim_ms)
+    try:
+        return _run(
+            cfg,
+            limits,
+            clock,
+            steps=steps,
+            at_step=at_step,
+            check_invariants=check_invariants,
+            all_views=all_views,
+        )
+    finally:
+        _release(clock)
+
+
+def _release(clock: Clock) -> None:
+    """Break the reference cycles that hold a finished (or failed) run, so that refcounting frees
+    it at once: the pending events hold bound methods of the sims and the consumers, which hold
+    the clock, and part-2 runs add clock.sims and sims[0].clients. Left alone, the whole run (logs,
+    batches, the parsed actions) waits for a GC pass to walk it, and since the collector is off
+    during a run, everything in it is young: the first allocation after the run pays for that."""
+    clock.q.clear()
+    clock.stale.clear()
+    for sim in clock.sims:
+        sim.clients = None
+    clock.sims = []
+
+
+def _run(
+    cfg: Config,
+    limits: Limits,
+    clock: Clock,
+    *,
+    steps: bool,
+    at_step: int | None,
+    check_invariants: bool,
+    all_views: bool,
+) -> dict[str, Any]:
     parts = _partition_configs(cfg)
     # add_partitions makes a run of one partition a run of several
     multi = len(parts) > 1 or bool(cfg.added_assignments)
-    clock = Clock(limits, cfg.max_sim_ms)
     used = RunUse()  # one result-size budget for the whole run
     clients: Clients | None = None
 
@@ -89,9 +126,6 @@ def run(
     results = [sim.result() for sim in sims]
     if clients is not None:
         part2 = [sim.contract_partition() for sim in sims]
-    # The pending events hold bound methods of the sims, a reference cycle that only a full GC
-    # pass would free (a pause inside some later run); dropping them lets refcounting free it now.
-    clock.q.clear()
     if not multi:
         out = results[0]
         if steps:
