@@ -88,7 +88,7 @@ class ProducerRole:
         """Send, in order, the batches that waited behind one that has now been sent or failed:
         each time the first held batch nothing holds back any more. Iterative (a send made here
         calls this again and returns at once), so each batch leaves once, however many wait."""
-        if self.releasing:
+        if self.releasing or not self.unsendable:  # every send ends here; usually nothing is held
             return
         self.releasing = True
         try:
