@@ -288,13 +288,17 @@ class ProducerRole:
         b.done_ms = self.now
         self._set_state(b, "acked")
         assert offsets is not None
-        self.step(
-            "producer_receive",
-            "producer",
-            f"Producer: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
-            produce=idx,
-            offsets=offsets,
-        )
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(
+                "producer_receive",
+                "producer",
+                f"Producer: {_fmt_records(b.records)} acknowledged at "
+                f"{_fmt_offsets(offsets[0], offsets[-1])}",
+                produce=idx,
+                offsets=offsets,
+            )
         if self.unsendable:
             self._release_held()
 
