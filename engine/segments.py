@@ -300,7 +300,7 @@ class SegmentedLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self.active.next_offset
+        return self.segments[-1].next_offset
 
     @property
     def last_stable_offset(self) -> int:
@@ -337,10 +337,11 @@ class SegmentedLog:
     def maybe_roll(self, batch: Batch, now_ms: int) -> Segment:
         """`UnifiedLog.maybeRoll`: roll to a segment based at the batch's first offset when the
         active segment `shouldRoll`; runs only inside an append."""
-        if self.active.should_roll(self.config, batch.size_bytes, batch.max_timestamp_ms,
-                                   batch.last_offset, now_ms):
+        active = self.segments[-1]
+        if active.should_roll(self.config, batch.size_bytes, batch.max_timestamp_ms,
+                              batch.last_offset, now_ms):
             return self.roll(now_ms, batch.base_offset)
-        return self.active
+        return active
 
     def roll(self, now_ms: int, expected_next_offset: int = 0) -> Segment:
         """`LocalLog.roll`: a new active segment at max(expected offset, LEO); an empty active
