@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from operator import attrgetter
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -151,6 +152,9 @@ class Record:
     value: str | None = None
 
 
+_timestamp = attrgetter("timestamp_ms")
+
+
 @dataclass(frozen=True)
 class Batch:
     records: tuple[Record, ...]
@@ -161,11 +165,11 @@ class Batch:
     offset_of_max_timestamp: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        top = max(r.timestamp_ms for r in self.records)
-        object.__setattr__(self, "max_timestamp_ms", top)
         # `DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max
-        first = next(r.offset for r in self.records if r.timestamp_ms == top)
-        object.__setattr__(self, "offset_of_max_timestamp", first)
+        # timestamp (max() returns the first of equal ones)
+        top = max(self.records, key=_timestamp)
+        object.__setattr__(self, "max_timestamp_ms", top.timestamp_ms)
+        object.__setattr__(self, "offset_of_max_timestamp", top.offset)
 
     @property
     def base_offset(self) -> int:
