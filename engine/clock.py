@@ -33,7 +33,7 @@ class Clock:
 
     __slots__ = (
         "now", "q", "tick", "events", "steps", "limits", "budget", "stale", "sims", "skips", "skipped_ms",
-        "shiftable", "cap",
+        "shiftable", "cap", "owner",
     )
 
     def __init__(self, limits: Limits, cap: int | None = None) -> None:
@@ -51,6 +51,7 @@ class Clock:
         self.shiftable: Callable[[Any, Any], bool] = lambda owner, fn: False
         self.skips = 0
         self.skipped_ms = 0
+        self.owner: Any = None  # whose event ran last (a Sim, the consumers, the producer)
 
     def refresh_stale(self) -> None:
         for sim in self.stale:
@@ -76,6 +77,7 @@ class Clock:
                 next_idle_check = q[0][0] + IDLE_CHECK_MS
             t, _, owner, fn, args = pop(q)
             self.now = owner.now = t
+            self.owner = owner
             fn(*args)
             if self.stale:
                 self.refresh_stale()

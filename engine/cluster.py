@@ -40,10 +40,49 @@ def run(
     all_views: bool = False,
 ) -> dict[str, Any]:
     """Run a resolved scenario: every partition's simulation on one clock, then the result."""
+    clock = Clock(limits, cfg.max_sim_ms)
+    try:
+        return _run(
+            cfg,
+            limits,
+            clock,
+            steps=steps,
+            at_step=at_step,
+            check_invariants=check_invariants,
+            all_views=all_views,
+        )
+    finally:
+        _release(clock)
+
+
+def _release(clock: Clock) -> None:
+    """Break the reference cycles that hold a finished (or failed) run, so that refcounting frees
+    it at once: the pending events hold bound methods of the sims and the consumers, which hold
+    the clock, clock.owner is the last event's owner, and part-2 runs add clock.sims and
+    sims[0].clients. Left alone, the whole run (logs,
+    batches, the parsed actions) waits for a GC pass to walk it, and since the collector is off
+    during a run, everything in it is young: the first allocation after the run pays for that."""
+    clock.q.clear()
+    clock.stale.clear()
+    clock.owner = None
+    for sim in clock.sims:
+        sim.clients = None
+    clock.sims = []
+
+
+def _run(
+    cfg: Config,
+    limits: Limits,
+    clock: Clock,
+    *,
+    steps: bool,
+    at_step: int | None,
+    check_invariants: bool,
+    all_views: bool,
+) -> dict[str, Any]:
     parts = _partition_configs(cfg)
     # add_partitions makes a run of one partition a run of several
     multi = len(parts) > 1 or bool(cfg.added_assignments)
-    clock = Clock(limits, cfg.max_sim_ms)
     used = RunUse()  # one result-size budget for the whole run
     clients: Clients | None = None
 
@@ -89,9 +128,6 @@ def run(
     results = [sim.result() for sim in sims]
     if clients is not None:
         part2 = [sim.contract_partition() for sim in sims]
-    # The pending events hold bound methods of the sims, a reference cycle that only a full GC
-    # pass would free (a pause inside some later run); dropping them lets refcounting free it now.
-    clock.q.clear()
     if not multi:
         out = results[0]
         if steps:
@@ -190,7 +226,7 @@ def _drive(
             if one is not None:
                 done = one.settled_after_failover if a.through_failover else one.settled
             else:
-                done = _all_settled(sims, a.through_failover)
+                done = _all_settled(sims, a.through_failover, clock)
             if not done():
                 clock.run_until(now + a.max_ms, stop=done)
         elif do == "add_partitions":
@@ -392,14 +428,22 @@ def _client_action(clients: Clients, a: Any) -> None:
         raise ScenarioError([{"path": "actions", "message": f"unknown action {do!r}"}])
 
 
-def _all_settled(sims: list[Sim], through_failover: bool) -> Any:
+def _all_settled(sims: list[Sim], through_failover: bool, clock: Clock) -> Any:
     """settle's stop test for several partitions: every one settled. It runs after every event, so
-    it first asks the partition that was unsettled last time (usually still the one)."""
+    it first asks the partition that was unsettled last time (usually still the one), and does not
+    ask at all when the one event since then was another's: whether a partition has settled
+    depends on its own state only, which only its own events change (the consumers' and the
+    producer's events read partitions and narrate through them, and change nothing it reads)."""
     tests = [sim.settled_after_failover if through_failover else sim.settled for sim in sims]
-    last = [0]
+    # the partition found unsettled last time, and the clock's event count then (None: not asked yet)
+    last: list[Any] = [0, None]
 
     def done() -> bool:
-        k = last[0]
+        k, seen = last
+        if seen == clock.events - 1 and clock.owner is not sims[k]:
+            last[1] = clock.events
+            return False
+        last[1] = clock.events
         if not tests[k]():
             return False
         for j, test in enumerate(tests):

@@ -28,6 +28,7 @@ is not modelled.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ def serialize_key(key: str | bytes | None) -> bytes | None:
     return key.encode("utf-8")
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function, asked again for every record with a known key
 def keyed_partition(key: bytes, num_partitions: int) -> int:
     """`BuiltInPartitioner.partitionForKey` (3.3+; the same formula as `DefaultPartitioner.partition`
     before it): toPositive(murmur2(key)) % the topic's partition count. All partitions count,

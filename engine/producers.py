@@ -212,7 +212,9 @@ class ProducerProc:
         keyless = action.partition is None and (action.key is None or self.config.partitioner_ignore_keys)
         if action.partition is None and not keyless:
             self.keys.setdefault(action.key, None)
-        available, queues = self._view()
+        # only the keyless partitioner reads the view (and the 2.4-3.2 sticky cache, which hears of
+        # every new batch): a keyed record's partition is its key's hash, so skip building it
+        available, queues = self._view() if keyless or kl.generation == "sticky" else ([], {})
         if keyless and kl.generation == "built-in" and kl.current is not None:
             if kl.produced_bytes >= kl.batch_size:
                 # the batch that reached batch.size is closed now: the switch it deferred happens

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from operator import attrgetter
 
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
@@ -84,16 +86,17 @@ class LogConfig:
         known = {f.replace("_", "."): f for f in cls.__dataclass_fields__}
         return cls(**{known[k]: v for k, v in topic.items() if k in known})  # type: ignore[arg-type]
 
-    @property
+    # the config is frozen, so what follows from it is worked out once (each append reads it)
+    @cached_property
     def delete(self) -> bool:
         """`LogConfig.delete`: the policy includes `delete`."""
         return "delete" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy.split(",")
 
-    @property
+    @cached_property
     def max_segment_ms(self) -> int:
         """`LogConfig.maxSegmentMs`: a compacted topic rolls by `max.compaction.lag.ms` too."""
         if self.compact and self.max_compaction_lag_ms > 0:
@@ -149,10 +152,24 @@ class Record:
     value: str | None = None
 
 
+_timestamp = attrgetter("timestamp_ms")
+
+
 @dataclass(frozen=True)
 class Batch:
     records: tuple[Record, ...]
     size_bytes: int
+    # worked out once, when the batch is made: a batch is frozen and shared by every replica that
+    # holds it, and each append asks for these several times (roll check, segment bookkeeping)
+    max_timestamp_ms: int = field(init=False, repr=False, compare=False)
+    offset_of_max_timestamp: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # `DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max
+        # timestamp (max() returns the first of equal ones)
+        top = max(self.records, key=_timestamp)
+        object.__setattr__(self, "max_timestamp_ms", top.timestamp_ms)
+        object.__setattr__(self, "offset_of_max_timestamp", top.offset)
 
     @property
     def base_offset(self) -> int:
@@ -161,16 +178,6 @@ class Batch:
     @property
     def last_offset(self) -> int:
         return self.records[-1].offset
-
-    @property
-    def max_timestamp_ms(self) -> int:
-        return max(r.timestamp_ms for r in self.records)
-
-    @property
-    def offset_of_max_timestamp(self) -> int:
-        """`DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max."""
-        top = self.max_timestamp_ms
-        return next(r.offset for r in self.records if r.timestamp_ms == top)
 
 
 @dataclass
@@ -297,7 +304,7 @@ class SegmentedLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self.active.next_offset
+        return self.segments[-1].next_offset
 
     @property
     def last_stable_offset(self) -> int:
@@ -345,10 +352,11 @@ class SegmentedLog:
     def maybe_roll(self, batch: Batch, now_ms: int) -> Segment:
         """`UnifiedLog.maybeRoll`: roll to a segment based at the batch's first offset when the
         active segment `shouldRoll`; runs only inside an append."""
-        if self.active.should_roll(self.config, batch.size_bytes, batch.max_timestamp_ms,
-                                   batch.last_offset, now_ms):
+        active = self.segments[-1]
+        if active.should_roll(self.config, batch.size_bytes, batch.max_timestamp_ms,
+                              batch.last_offset, now_ms):
             return self.roll(now_ms, batch.base_offset)
-        return self.active
+        return active
 
     def roll(self, now_ms: int, expected_next_offset: int = 0) -> Segment:
         """`LocalLog.roll`: a new active segment at max(expected offset, LEO); an empty active

@@ -491,11 +491,13 @@ class Sim(
 
     def messages(self) -> list[dict[str, Any]]:
         """Requests and responses in flight (queued deliveries) and fetches parked at a leader,
-        oldest first. Cheap enough for a snapshot per step: the queue holds a few dozen events."""
+        oldest first. Cheap enough for a snapshot per step: the queue holds a few dozen events of
+        each partition (with many partitions, all of theirs: this one's are picked out first)."""
         deliver = Sim._deliver
         out: list[tuple[int, int, dict[str, Any]]] = []
-        for t, seq, owner, fn, d in self.clock.q:
-            if owner is self and fn.__func__ is deliver:
+        mine = [event for event in self.clock.q if event[2] is self]
+        for t, seq, _owner, fn, d in mine:
+            if fn.__func__ is deliver:
                 m = self._message(t, d)
                 if m is not None:
                     out.append((d[7], seq, m))

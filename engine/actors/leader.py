@@ -238,6 +238,10 @@ class LeaderRole:
     def _complete_parked(self, br: Broker, entry: list[Any], verdict: str) -> None:
         idx, attempt_id, required, acks, offsets = entry
         b = self.batches[idx]
+        if verdict == "" and self.quiet:
+            self._respond(br.id, idx, attempt_id, None, offsets)
+            self.count_step()
+            return
         if verdict == "":
             if acks == -1 and self.cfg.quorum_acks is not None:
                 text = (

@@ -146,7 +146,7 @@ class ProducerRole:
         """Send, in order, the batches that waited behind one that has now been sent or failed:
         each time the first held batch nothing holds back any more. Iterative (a send made here
         calls this again and returns at once), so each batch leaves once, however many wait."""
-        if self.releasing:
+        if self.releasing or not self.unsendable:  # every send ends here; usually nothing is held
             return
         self.releasing = True
         try:
@@ -354,13 +354,17 @@ class ProducerRole:
         b.done_ms = self.now
         self._set_state(b, "acked")
         assert offsets is not None
-        self.step(
-            "producer_receive",
-            b.session.id,
-            f"{_name(b)}: {_fmt_records(b.records)} acknowledged at {_fmt_offsets(offsets[0], offsets[-1])}",
-            produce=idx,
-            offsets=offsets,
-        )
+        if self.quiet:
+            self.count_step()
+        else:
+            self.step(
+                "producer_receive",
+                b.session.id,
+                f"{_name(b)}: {_fmt_records(b.records)} acknowledged at "
+                f"{_fmt_offsets(offsets[0], offsets[-1])}",
+                produce=idx,
+                offsets=offsets,
+            )
         if self.unsendable:
             self._release_held()
 
