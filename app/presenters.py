@@ -1003,9 +1003,12 @@ def _idle_brokers(timeline: Timeline) -> list[int]:
     scenario = timeline.scenario or {}
     partitions = (scenario.get("timing") or {}).get("offsets.topic.num.partitions", OFFSETS_TOPIC_PARTITIONS)
     ids = sorted(int(k) for k in brokers)
+
+    def running(b: int) -> bool:
+        return brokers[str(b)].get("status", "running") == "running"
+
     for c in scenario.get("consumers") or []:
         if c.get("group.id"):
-            running = lambda b: brokers[str(b)].get("status", "running") == "running"  # noqa: E731
             coordinator = coordinator_of(str(c["group.id"]), ids, running, int(partitions))
             if coordinator is not None:
                 holders.add(coordinator)

@@ -96,8 +96,8 @@ def test_the_text_alternative_names_consumers_groups_and_markers():
     assert "Markers: c0 position 3; c1 position 4." in described
 
 
-@pytest.mark.parametrize("scene_id", ["01", "01a", "02"])
-def test_every_beat_renders_with_the_log_legend(scene_id):
+def last_stops(scene_id: str):
+    """Each beat's page at its last stop, rendered by the app."""
     import warnings
 
     with warnings.catch_warnings():
@@ -107,7 +107,12 @@ def test_every_beat_renders_with_the_log_legend(scene_id):
 
     client = TestClient(app)
     for beat in scenes.load_scene(scene_id).beats:
-        page = client.get(f"/scenes/{scene_id}?beat={beat.id}&step=999")
+        yield client.get(f"/scenes/{scene_id}?beat={beat.id}&step=999")
+
+
+@pytest.mark.parametrize("scene_id", ["01", "01a", "02"])
+def test_every_beat_renders_with_the_log_legend(scene_id):
+    for page in last_stops(scene_id):
         assert page.status_code == 200
         assert 'class="cluster logmap wide"' in page.text and "lanes under a" in page.text
 
@@ -210,16 +215,7 @@ def test_the_producer_box_says_where_keyless_records_stick():
 
 @pytest.mark.parametrize("scene_id", ["02a", "03"])
 def test_every_beat_of_the_new_scenes_renders_with_its_legend(scene_id):
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from fastapi.testclient import TestClient
-    from app.main import app
-
-    client = TestClient(app)
-    for beat in scenes.load_scene(scene_id).beats:
-        page = client.get(f"/scenes/{scene_id}?beat={beat.id}&step=999")
+    for page in last_stops(scene_id):
         assert page.status_code == 200
         assert 'class="cluster logmap wide"' in page.text
         assert ("brackets under a" in page.text) == (scene_id == "02a")
