@@ -7,6 +7,8 @@ Only what several areas need lives here:
 - ``browser_type_launch_args``: points pytest-playwright at Debian's Chromium, because
   Playwright cannot download its own browser on our machines.
 - ``base_url``: pytest-playwright's, restated (see its docstring for why).
+- ``postgres_url``: a real PostgreSQL server for the session (tests/support/pgcluster.py), for
+  the workshop-storage tests.
 
 Fixtures for one area belong in that area's conftest (tests/engine/, tests/web/,
 tests/browser/, tests/pipeline/).
@@ -15,6 +17,9 @@ Browser tests and a missing /usr/bin/chromium: on a developer's machine they are
 the reason; with CI set they fail, so a CI run can never pass without exercising the browser.
 This rides on ``browser_type_launch_args``, which every Playwright fixture (``browser``,
 ``context``, ``page``) depends on; a test that launches a browser by hand bypasses it.
+
+PostgreSQL (Debian's, under /usr/lib/postgresql/*/bin) is treated the same way: without it,
+tests that use ``postgres_url`` are skipped with the reason, or fail when CI is set.
 """
 
 import os
@@ -27,6 +32,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.support.pgcluster import find_pg_bin, temporary_cluster
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_PATH = Path("/usr/bin/chromium")
@@ -117,3 +124,15 @@ def browser_type_launch_args(browser_type_launch_args):
             pytest.fail(f"CI is set but {CHROMIUM_PATH} is missing; scripts/test.sh installs it")
         pytest.skip(f"{CHROMIUM_PATH} is missing; run `apt-get install chromium` or scripts/test.sh")
     return {**browser_type_launch_args, "executable_path": str(CHROMIUM_PATH), "args": CHROMIUM_ARGS}
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """``postgresql://bk@127.0.0.1:PORT/buildkafka_test``: an empty database on a fresh server
+    that lives for the session (bk is a superuser, no password)."""
+    if find_pg_bin() is None:
+        if running_in_ci():
+            pytest.fail("CI is set but no PostgreSQL is in /usr/lib/postgresql; scripts/test.sh installs it")
+        pytest.skip("PostgreSQL is missing; run `apt-get install postgresql` or scripts/test.sh")
+    with temporary_cluster() as url:
+        yield url
