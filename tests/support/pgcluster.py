@@ -36,6 +36,8 @@ START_TIMEOUT_S = 20
 STOP_TIMEOUT_S = 10
 POLL_INTERVAL_S = 0.1
 LOG_TAIL_LINES = 30
+# Another process may take the free port before the server binds it; then we try a new one.
+START_ATTEMPTS = 3
 SERVER_SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
     "fsync": "off",
@@ -68,6 +70,10 @@ def log_tail(log_path: Path) -> str:
     except FileNotFoundError:
         return "(no server log was written)"
     return "\n".join(lines[-LOG_TAIL_LINES:]) or "(the server log is empty)"
+
+
+class PortTaken(RuntimeError):
+    """The server could not bind its port."""
 
 
 class PostgresCluster:
@@ -130,7 +136,8 @@ class PostgresCluster:
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(
+                port_taken = "Address already in use" in log_tail(self.log_path)
+                raise (PortTaken if port_taken else RuntimeError)(
                     f"PostgreSQL exited with {self.process.returncode} during start-up\n"
                     f"server log tail:\n{log_tail(self.log_path)}"
                 )
@@ -200,10 +207,16 @@ def temporary_cluster(dbname: str = "buildkafka_test") -> Iterator[str]:
     cluster = PostgresCluster(bin_dir, root, run_as)
     try:
         cluster.init()
-        port = free_port()
-        cluster.start(port)
-        admin_url = f"postgresql://{ROLE}@127.0.0.1:{port}/postgres"
-        cluster.wait_until_accepting(admin_url)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            port = free_port()
+            cluster.start(port)
+            admin_url = f"postgresql://{ROLE}@127.0.0.1:{port}/postgres"
+            try:
+                cluster.wait_until_accepting(admin_url)
+                break
+            except PortTaken:
+                if attempt == START_ATTEMPTS:
+                    raise
         with psycopg.connect(admin_url, autocommit=True) as conn:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
         yield f"postgresql://{ROLE}@127.0.0.1:{port}/{dbname}"
