@@ -5,8 +5,8 @@
 # Usage: bash scripts/test.sh [extra pytest arguments, e.g. tests/engine -x]
 #
 # Safe to run again and again: each stage skips work that is already done. System packages
-# (Chromium for the browser tests, Java 17+ for Spark, shellcheck for the script lint) come from
-# Debian's apt and need root; CI runs as root.
+# (Chromium for the browser tests, Java 17+ for Spark, shellcheck for the script lint, PostgreSQL
+# for the workshop-storage tests) come from Debian's apt and need root; CI runs as root.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,6 +30,11 @@ java_major() {
   echo "${version%%[.+-]*}"
 }
 
+# True when some PostgreSQL server is installed (tests/support/pgcluster.py uses the newest).
+postgres_ok() {
+  compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
 java_ok() {
   local major
   major=$(java_major)
@@ -41,9 +46,10 @@ missing=()
 [ -x "$CHROMIUM_PATH" ] || missing+=(chromium)
 java_ok || missing+=(default-jre-headless)
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+postgres_ok || missing+=(postgresql)
 
 if [ ${#missing[@]} -eq 0 ]; then
-  stage "system packages present (chromium, java $(java_major), shellcheck)"
+  stage "system packages present (chromium, java $(java_major), shellcheck, postgresql)"
 elif [ "$(id -u)" -eq 0 ]; then
   stage "installing Debian packages: ${missing[*]}"
   apt_log=$(mktemp)
