@@ -25,18 +25,24 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-PLATFORMS = ["manylinux2014_x86_64", "manylinux2014_aarch64"]
+# Per architecture, the wheel tags to accept: pip does not widen manylinux_2_28 to older tags, so
+# both are given. The image's base (Debian trixie, glibc 2.41) runs either; psycopg-binary 3.3
+# ships its aarch64 wheels only as manylinux_2_28.
+PLATFORMS = {
+    arch: [f"manylinux_2_28_{arch}", f"manylinux2014_{arch}"] for arch in ("x86_64", "aarch64")
+}
 requirements = tomllib.loads(Path("pyproject.toml").read_text())["project"]["dependencies"]
 pins: dict[str, str] = {}
 hashes: dict[str, set[str]] = {}
 with tempfile.TemporaryDirectory() as tmp:
-    for platform in PLATFORMS:
-        report = Path(tmp) / f"{platform}.json"
+    for arch, platforms in PLATFORMS.items():
+        report = Path(tmp) / f"{arch}.json"
         subprocess.run(
             [
                 sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                 "--isolated", "--dry-run", "--ignore-installed", "--only-binary=:all:", "--report", str(report),
-                "--platform", platform, "--python-version", "3.11", "--implementation", "cp",
+                *(flag for tag in platforms for flag in ("--platform", tag)),
+                "--python-version", "3.11", "--implementation", "cp",
                 "--abi", "cp311", "--target", str(Path(tmp) / "target"), *requirements,
             ],
             check=True,
