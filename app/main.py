@@ -44,6 +44,7 @@ from app.settings import Settings
 from app.simulation import ByteBoundedCache, Simulator, build_compare, build_timeline
 from app.state import BadStateURL, SceneState, parse_state
 from app.workers import EngineDispatch, EnginePool
+from app.workshops import routes as workshop_routes
 
 log = logging.getLogger("app")
 
@@ -257,6 +258,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await workshops.stop()
             if pool is not None:
                 await pool.stop()
 
@@ -276,6 +278,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     templates.env.globals.update(
         css_url=urls.static_url("app.css"),
         js_url=urls.static_url("app.js"),
+        workshop_js_url=urls.static_url("workshop.js"),
         htmx_url=urls.htmx_url(settings.static_dir),
         home_url=urls.home_url(),
         site_name=settings.site_name,
@@ -341,8 +344,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
         return scene_id, scenes.load_scene(scene_id)
 
-    def read_query(request: Request) -> list[tuple[str, str]]:
-        query = request.url.query
+    def read_query(query: str) -> list[tuple[str, str]]:
         if len(query) > settings.max_query_chars:
             raise BadStateURL(
                 f"The URL's query string has {len(query)} characters; the most this "
@@ -387,24 +389,36 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             out.append(html)
         return out, " ".join(f"{k}:{v}" for k, v in sorted(have.items()))
 
-    def scene_response(request: Request, scene_ref: str, *, embed: bool) -> Response:
+    def scene_response(
+        request: Request,
+        scene_ref: str,
+        *,
+        embed: bool,
+        query_string: str | None = None,
+        workshop: dict[str, Any] | None = None,
+    ) -> Response:
+        """A scene page, or its htmx step update. A workshop page (app/workshops/routes.py) is this
+        same page for the workshop's scene state (`query_string`), with `workshop` in its context."""
         scene_id, scene = load(scene_ref)
-        if scene_ref != scene_id:  # a readable slug: redirect to the canonical address
+        if scene_ref != scene_id and workshop is None:  # a readable slug: redirect to the canonical address
             path = urls.embed_path(scene_id) if embed else urls.scene_path(scene_id)
             return RedirectResponse(
                 path + (f"?{request.url.query}" if request.url.query else ""), status_code=308
             )
-        query = read_query(request)
+        query_string = request.url.query if query_string is None else query_string
+        query = read_query(query_string)
         state, notes = parse_state(scene, query, settings, embed=embed)
         injecting = state.inject is not None
-        is_htmx = request.headers.get("HX-Request") == "true"
+        is_htmx = request.headers.get("HX-Request") == "true" and workshop is None
+        # a workshop presenter's page has a notes pane that each step update refreshes
+        presenting = request.headers.get("X-Workshop") == "presenter" and not embed
         restoring = request.headers.get("HX-History-Restore-Request") == "true"
         update_key = None
         if is_htmx and not restoring and not injecting and settings.step_cache_bytes > 0:
             # a step update is a function of these alone (the engine is a function of the URL)
             h = request.headers
             update_key = (
-                scene_id, embed, request.url.query, str(request.base_url), theme_of(request),
+                scene_id, embed, query_string, str(request.base_url), theme_of(request), presenting,
                 h.get("HX-Current-URL", ""), h.get("X-Diagram", ""),
                 h.get("X-Panels", "")[:MAX_PANELS_HEADER],
             )  # fmt: skip
@@ -414,9 +428,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 return HTMLResponse(body, headers={**history, **VARY})
         timeline, state = build_timeline(sim, scene, state)
         canonical = urls.page_url(state, embed=embed)
-        if injecting and not is_htmx:
+        if injecting and not is_htmx and workshop is None:
             return RedirectResponse(canonical, status_code=303)
         context = scene_context(request, scene, state, timeline, notes + timeline.notes, embed=embed)
+        context["workshop"] = workshop
         if is_htmx and not restoring:
             previous = previous_state(request, scene, embed)
             same = state.same_scenario(previous)
@@ -424,6 +439,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 panels = EMBED_STEP_PANELS if same else EMBED_SCENARIO_PANELS
             else:
                 panels = STEP_PANELS if same else SCENARIO_PANELS
+            if presenting:
+                panels = panels + ["_ws_notes.html"]
             # a knob value the page corrected (one this beat cannot run with) leaves the scenario
             # as it was, but the control must move back to the value that ran, under its note
             asked = dict(query)
@@ -758,6 +775,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if not exc.deterministic:
             return await unavailable(request.scope, str(exc), max(1, round(settings.run_deadline_s)))
         return error_page(request, 400 if not _wants_json(request) else 422, "Too much work", str(exc))
+
+    workshops = workshop_routes.install(
+        app, settings, render=render, error_page=error_page, scene_response=scene_response
+    )
+    app.state.workshops = workshops
 
     if pool is not None:  # innermost: a worker's answer and the 503 pass through every layer below
         app.add_middleware(EngineDispatch, pool=pool, unavailable=unavailable)

@@ -71,6 +71,23 @@ class Settings:
     # A worker busy on one job for longer than this is passed over by new requests (affinity
     # falls back to the next worker in the key's ranking).
     engine_spill_after_s: float = 0.25
+    # -- instructor-led workshops (app/workshops/) ----------------------------------------------
+    # Where the SQLite file of workshops lives (the default store); DATABASE_URL=postgresql://...
+    # puts them in PostgreSQL instead, which several workers and machines can share.
+    data_dir: Path = REPO_ROOT / "var"
+    database_url: str | None = None
+    workshop_ttl_s: float = 12 * 3600  # a join code works this long after the workshop is made
+    workshop_max_participants: int = 500
+    workshop_name_chars: int = 40  # a participant's display name, at most
+    workshop_title_chars: int = 80
+    # Per client address, per minute: joining a workshop (a room behind one NAT joins at once, so
+    # generous), and asking for codes that do not exist (guessing codes, so tight).
+    workshop_joins_per_min: int = 300
+    workshop_misses_per_min: int = 20
+    # Per participant, per minute: poll answers (changing one's answer counts again).
+    workshop_answers_per_min: int = 20
+    # Per workshop, per minute: presenter updates (a clicker held down is about 10 a second).
+    workshop_updates_per_min: int = 1200
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> Settings:
@@ -79,12 +96,18 @@ class Settings:
         the number of engine worker processes (0, the default here, runs the engine inline on
         the event loop; `python -m app.serve`, the production entry, defaults it to
         `default_engine_workers()`); BUILD_KAFKA_RUN_DEADLINE_S the per-request deadline;
-        BUILD_KAFKA_STEP_CACHE_BYTES the step-update cache's size (0 turns it off)."""
+        BUILD_KAFKA_STEP_CACHE_BYTES the step-update cache's size (0 turns it off);
+        BUILD_KAFKA_DATA_DIR the directory of the workshops' SQLite file; DATABASE_URL
+        (postgresql://...) the PostgreSQL database for workshops instead; BUILD_KAFKA_WORKSHOP_TTL_H
+        how many hours a workshop's join code works (12)."""
         env = os.environ if environ is None else environ
         proxies = tuple(p.strip() for p in env.get("BUILD_KAFKA_TRUSTED_PROXIES", "").split(",") if p.strip())
         workers = env.get("BUILD_KAFKA_ENGINE_WORKERS", "").strip()
         deadline = env.get("BUILD_KAFKA_RUN_DEADLINE_S", "").strip()
         step_cache = env.get("BUILD_KAFKA_STEP_CACHE_BYTES", "").strip()
+        data_dir = env.get("BUILD_KAFKA_DATA_DIR", "").strip()
+        database_url = env.get("DATABASE_URL", "").strip()
+        ttl_h = env.get("BUILD_KAFKA_WORKSHOP_TTL_H", "").strip()
         chosen: dict[str, object] = {"trusted_proxies": proxies}
         if workers:
             chosen["engine_workers"] = int(workers)
@@ -92,6 +115,12 @@ class Settings:
             chosen["run_deadline_s"] = float(deadline)
         if step_cache:
             chosen["step_cache_bytes"] = int(step_cache)
+        if data_dir:
+            chosen["data_dir"] = Path(data_dir)
+        if database_url:
+            chosen["database_url"] = database_url
+        if ttl_h:
+            chosen["workshop_ttl_s"] = float(ttl_h) * 3600
         return cls(**chosen)
 
 

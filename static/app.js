@@ -98,7 +98,9 @@
       var lone = document.querySelector(".svg-wrap.only .cluster");
       var which = geometry();
       if (lone && which && !lone.classList.contains(which) && window.htmx) {
-        window.htmx.ajax("GET", window.location.href, { source: "#diagram", swap: "none" });
+        // a workshop page shows a scene state that is not its own address (static/workshop.js)
+        var here = window.bkSceneUrl ? window.bkSceneUrl() : window.location.href;
+        window.htmx.ajax("GET", here, { source: "#diagram", swap: "none", headers: { "X-Workshop-Sync": "1" } });
       }
     }, 200);
   });

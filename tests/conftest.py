@@ -90,8 +90,11 @@ def live_server(tmp_path_factory):
         sys.executable, "-m", "uvicorn", "app.main:app",
         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
     ]  # fmt: skip
+    # workshops made by the tests go to a throwaway SQLite file, not the checkout's var/
+    env = {**os.environ, "BUILD_KAFKA_DATA_DIR": str(log_path.parent / "data")}
+    env.pop("DATABASE_URL", None)
     with open(log_path, "wb") as log:
-        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
         wait_until_answering(base_url, process, log_path)
         yield base_url
