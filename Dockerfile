@@ -33,12 +33,15 @@ COPY data/ data/
 # Numeric ids so that Kubernetes' runAsNonRoot can verify the user without reading /etc/passwd.
 RUN groupadd --system --gid 10001 buildkafka \
     && useradd --system --uid 10001 --gid 10001 --no-create-home --shell /usr/sbin/nologin buildkafka
+# workshops' SQLite file (mount a volume here to keep them across containers, or set DATABASE_URL)
+RUN mkdir /data && chown 10001:10001 /data
 USER 10001:10001
 
 # app/serve.py reads these (and BUILD_KAFKA_WEB_WORKERS, BUILD_KAFKA_ENGINE_WORKERS, the timeouts
 # and the connection cap; see the README).
 ENV BUILD_KAFKA_HOST=0.0.0.0 \
-    BUILD_KAFKA_PORT=8000
+    BUILD_KAFKA_PORT=8000 \
+    BUILD_KAFKA_DATA_DIR=/data
 EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=4)"]

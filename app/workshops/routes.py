@@ -60,6 +60,7 @@ ROOM_EVERY_S = 1.0  # how often a presenter's stream looks at the room (other wo
 PING_S = 15
 RETRY_MS = 1000  # how soon a browser reconnects a dropped stream
 NAMES_SHOWN = 40
+PURGE_EVERY_S = 3600
 # state parameters a workshop never passes on: a presenter's own prediction would give the
 # answer away, and an embed's lock does not apply
 PRIVATE_PARAMS = ("guess", "lock")
@@ -112,10 +113,21 @@ class Workshops:
             if not self._opened:
                 await self.store.open()
                 await self.hub.start()
+                self._purger = asyncio.create_task(self._purge_every(PURGE_EVERY_S))
                 self._opened = True
+
+    async def _purge_every(self, seconds: float) -> None:
+        """Delete workshops a day past their expiry, now and then every `seconds`."""
+        while True:
+            with contextlib.suppress(Exception):
+                await self.store.purge_expired(time.time())
+            await asyncio.sleep(seconds)
 
     async def stop(self) -> None:
         if self._opened:
+            self._purger.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._purger
             await self.hub.stop()
             await self.store.close()
             self._opened = False
