@@ -134,11 +134,15 @@ class FrameHeaders:
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
-                names = {k for k, _ in added}
+                # a response's own Referrer-Policy stands (a workshop presenter's page, whose
+                # address holds the token, says no-referrer); the other headers are ours
+                own = {k.lower() for k, _ in message.get("headers", [])}
+                keep = [(k, v) for k, v in added if not (k == b"referrer-policy" and k in own)]
+                names = {k for k, _ in keep}
                 headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in names]
                 # time spent in the app before the first byte (bench/web.py reads it)
                 timing = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
-                message = {**message, "headers": headers + added + [(b"server-timing", timing)]}
+                message = {**message, "headers": headers + keep + [(b"server-timing", timing)]}
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
