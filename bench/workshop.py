@@ -260,6 +260,7 @@ async def run(args, port: int, server: subprocess.Popen) -> None:
 
     # the presenter, on its own keep-alive connection
     sent: dict[int, float] = {}
+    posted: dict[int, float] = {}  # seq -> the POST's round trip, ms
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     first = time.perf_counter()
     for step in range(1, args.steps + 1):
@@ -273,6 +274,7 @@ async def run(args, port: int, server: subprocess.Popen) -> None:
         if status != 200 or not answer.get("changed"):
             raise SystemExit(f"step {step} answered {status} {answer}")
         sent[answer["seq"]] = t0
+        posted[answer["seq"]] = (time.perf_counter() - t0) * 1000
     writer.close()
     last_seq = max(sent)
     deadline = time.perf_counter() + GRACE_S
@@ -302,6 +304,9 @@ async def run(args, port: int, server: subprocess.Popen) -> None:
               f"p50 {percentile(delays, 0.5):.1f} ms, p90 {percentile(delays, 0.9):.1f} ms, "
               f"p99 {p99:.1f} ms, max {delays[-1]:.1f} ms   "
               f"[target p99 <= {TARGET_P99_MS:g} ms: {verdict(p99 <= TARGET_P99_MS)}]")  # fmt: skip
+    by_step = sorted((max(p.received.get(s, t0) - t0 for p in people) * 1000, s) for s, t0 in sent.items())
+    print("  slowest steps (max over participants, ms, seq):", [(round(d, 1), s) for d, s in by_step[-5:]])
+    print("  their POST round trips (ms):", [round(posted[s], 1) for _, s in by_step[-5:]])
     duplicates, disorder = sum(p.duplicates for p in people), sum(p.out_of_order for p in people)
     print(f"  dropped updates: {dropped}   [target 0: {verdict(dropped == 0)}]; "
           f"duplicates {duplicates}, out of order {disorder}")  # fmt: skip
