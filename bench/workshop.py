@@ -267,6 +267,9 @@ async def run(args, port: int, server: subprocess.Popen) -> None:
         await asyncio.sleep(max(0.0, first + (step - 1) * args.interval - time.perf_counter()))
         body = json.dumps({"url": f"/scenes/{SCENE}?step={step}"}).encode()
         t0 = time.perf_counter()
+        if writer.is_closing() or reader.at_eof():  # the server closed the idle keep-alive connection
+            writer.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(request_bytes(host, "POST", f"/w/{code}/state", {
             "X-Presenter-Token": token, "Content-Type": "application/json"}, body))  # fmt: skip
         status, head, _ = await read_head(reader)
