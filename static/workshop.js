@@ -37,8 +37,11 @@
     // the server compares with the state the page shows, which is not this page's own address
     d.headers["HX-Current-URL"] = window.location.origin + sceneUrl;
     if (presenter) { d.headers["X-Workshop"] = "presenter"; }
-    if (!presenter && following && !d.headers[SYNC] && /^\/scenes\//.test(d.path || "")) {
-      detach();  // a participant who steps, changes a knob or crashes a broker is exploring
+    // a participant who steps, changes a knob or crashes a broker is exploring; answering the
+    // beat's prediction or asking the Q&A panel keeps the step, so it is not
+    var own = d.elt && /^act-(guess|q|ask)$/.test(d.elt.id || "");
+    if (!presenter && following && !d.headers[SYNC] && !own && /^\/scenes\//.test(d.path || "")) {
+      detach();
     }
   });
   document.addEventListener("htmx:afterRequest", function (event) {
