@@ -125,6 +125,8 @@ def test_the_room_follows_across_a_server_restart(browser: Browser, server: Serv
 
         # the presenter's stream reconnects by itself ("Connected to the room." on open)
         expect(presenter.locator("#ws-sync")).to_have_text("Connected to the room.")
+        # and the participant's: its "reconnecting" notice goes once its stream is back
+        expect(participant.locator("#ws-where")).to_have_text("")
         shown = step_presenter(presenter)
         expect(presenter.locator("#ws-sync")).to_have_text("The room sees this step.")
         expect(step_count(participant)).to_have_text(shown)
