@@ -101,8 +101,8 @@
     following = follow;
     var detachBtn = byId("ws-detach");
     var followBtn = byId("ws-follow");
-    if (detachBtn) { detachBtn.hidden = follow; }
-    if (followBtn) { followBtn.hidden = !follow; }
+    if (detachBtn) { detachBtn.hidden = !follow; }
+    if (followBtn) { followBtn.hidden = follow; }
     var mode = byId("ws-mode");
     if (mode) {
       mode.innerHTML = follow

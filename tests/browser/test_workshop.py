@@ -132,6 +132,7 @@ def test_a_participant_explores_and_comes_back_with_f(room: Room):
     laptop.click("#ws-detach")
     expect(laptop.locator("#ws-mode")).to_contain_text("Exploring on your own")
     expect(laptop.locator("#ws-follow")).to_be_visible()
+    expect(laptop.locator("#ws-detach")).to_be_hidden()
     expect(presenter.locator("#ws-detached")).to_have_text("1")
     # its own step: the laptop moves, the presenter does not
     own_before = step_count(laptop).inner_text()
@@ -153,6 +154,7 @@ def test_a_participant_explores_and_comes_back_with_f(room: Room):
     expect(laptop.locator("#ws-mode")).to_contain_text("Following the presenter")
     expect_same_state(laptop, presenter)
     expect(laptop.locator("#ws-detach")).to_be_visible()
+    expect(laptop.locator("#ws-follow")).to_be_hidden()
     expect(laptop.locator("#ws-where")).to_have_text("")
     expect(presenter.locator("#ws-detached")).to_have_text("0")
     # and it follows the next step again
