@@ -104,8 +104,8 @@
     following = follow;
     var detachBtn = byId("ws-detach");
     var followBtn = byId("ws-follow");
-    if (detachBtn) { detachBtn.hidden = follow; }
-    if (followBtn) { followBtn.hidden = !follow; }
+    if (detachBtn) { detachBtn.hidden = !follow; }
+    if (followBtn) { followBtn.hidden = follow; }
     var mode = byId("ws-mode");
     if (mode) {
       mode.innerHTML = follow
@@ -154,7 +154,9 @@
       var total = byId("ws-poll-total");
       if (total && total.getAttribute("data-n") !== String(room.answers)) { refreshPoll(false); }
     });
-    source.addEventListener("open", function () { say("ws-sync", presenter ? "Connected to the room." : ""); });
+    source.addEventListener("open", function () {
+      if (presenter) { say("ws-sync", "Connected to the room."); } else { showWhere(); }  // clears "reconnecting"
+    });
     source.onerror = function () {
       say(presenter ? "ws-sync" : "ws-where", "Connection to the workshop lost; reconnecting…");
       if (source.readyState === EventSource.CLOSED) { setTimeout(connect, 2000); }
