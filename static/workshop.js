@@ -78,6 +78,8 @@
   // -- following ----------------------------------------------------------------------------
   var syncing = false;
   var pending = null;
+  var latest = null;  // the newest state the stream announced
+  var healed = null;  // the one state a finished update re-asked for (never in a loop)
   function apply(url) {
     if (!url || url === sceneUrl) { return; }
     if (sceneOf(url) !== sceneOf(sceneUrl)) {  // another scene: its whole page
@@ -88,10 +90,19 @@
     syncing = true;
     var headers = {};
     headers[SYNC] = "1";
+    var finished = false;
     var done = function () {
+      if (finished) { return; }
+      finished = true;
       syncing = false;
-      if (pending) { var next = pending; pending = null; if (following || presenter) { apply(next); } }
+      var next = pending;
+      pending = null;
+      // an update that ended elsewhere than the newest state (one overtaken while queued) asks
+      // for the newest once more
+      if (!next && latest && latest !== sceneUrl && healed !== latest) { healed = latest; next = latest; }
+      if (next && (following || presenter)) { apply(next); }
     };
+    setTimeout(done, 8000);  // a request that never settles must not stop the page following
     window.htmx.ajax("GET", url, { source: "#diagram", swap: "none", headers: headers }).then(done, done);
   }
 
@@ -109,14 +120,26 @@
     var mode = byId("ws-mode");
     if (mode) {
       mode.innerHTML = follow
-        ? "<strong>Following the presenter.</strong> Your screen moves when theirs does."
-        : "<strong>Exploring on your own.</strong> The presenter goes on without you: press F or the button to catch up.";
+        ? "<strong>Following the presenter</strong><span class=\"ws-more\">: your screen moves when theirs does.</span>"
+        : "<strong>Exploring on your own</strong><span class=\"ws-more\">: the presenter goes on without you.</span>";
     }
+    bar.classList.toggle("following", follow);
+    bar.classList.toggle("exploring", !follow);
+    document.body.classList.toggle("ws-following", follow);
     showWhere();
     fetch(base + "/mode", { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" },
       body: "detached=" + (follow ? "0" : "1") }).catch(function () {});
   }
   function detach() { if (following) { setMode(false); } }
+  function catchUp() {
+    fetch(base + "/state", { cache: "no-store" })
+      .then(function (r) { return r.json(); })
+      .then(function (data) { latest = data.url; if (following) { apply(data.url); } })
+      .catch(function () {});
+  }
+  window.addEventListener("online", function () {
+    if (source && source.readyState !== EventSource.OPEN) { source.close(); connect(); }
+  });
   function follow() {
     if (presenter) { return; }
     setMode(true);
@@ -138,6 +161,7 @@
       var data = JSON.parse(event.data);
       lastSeq = Math.max(lastSeq, data.seq || 0);
       presenterAt = data.label || null;
+      latest = data.url;
       if (presenter || following) { apply(data.url); }
       showWhere();
     });
@@ -156,6 +180,7 @@
     });
     source.addEventListener("open", function () {
       if (presenter) { say("ws-sync", "Connected to the room."); } else { showWhere(); }  // clears "reconnecting"
+      if (!presenter && following) { catchUp(); }  // a stream that was down may have missed the newest state
     });
     source.onerror = function () {
       say(presenter ? "ws-sync" : "ws-where", "Connection to the workshop lost; reconnecting…");
@@ -187,7 +212,8 @@
     fetch(base + "/poll", { method: "POST", headers: controlHeaders(false), body: "action=" + action })
       .then(function (r) { return r.text().then(function (t) { return { ok: r.ok, text: t }; }); })
       .then(function (res) {
-        if (res.ok) { swapPoll(res.text, true); } else { say("ws-sync", "The poll could not be " + action + "ed."); }
+        if (res.ok) { swapPoll(res.text, false); }
+        else { say("ws-sync", action === "open" ? "This beat has no question to ask." : "The poll did not change."); }
       });
   }
 
@@ -208,6 +234,10 @@
     } else if (form.matches("[data-ws-poll]")) {
       event.preventDefault();
       pollAction(form.getAttribute("data-ws-poll"));
+    } else if (form.id === "ws-scene-pick") {
+      event.preventDefault();
+      var pick = form.querySelector("select");
+      if (pick) { publish("/scenes/" + pick.value, function () { window.location.assign(window.location.pathname); }); }
     } else if (form.id === "ws-name-form") {
       event.preventDefault();
       fetch(form.action, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -223,6 +253,15 @@
     if (act) { pollAction(act.getAttribute("data-ws-poll")); return; }
     if (target.closest("#ws-detach")) { detach(); return; }
     if (target.closest("#ws-follow")) { follow(); return; }
+    if (target.closest("#ws-join-toggle")) { toggleJoinCard(); return; }
+    if (target.closest("#ws-join-big-open")) { toggleBigJoin(); return; }
+    var away = presenter && target.closest("a[href^='/']:not([href^='/scenes/']):not([href^='/w/'])");
+    if (away && !event.defaultPrevented && !away.target) {
+      // the course map or the glossary must not take the presenter's page away from the room
+      event.preventDefault();
+      window.open(away.getAttribute("href"), "_blank", "noopener");
+      return;
+    }
     // a link to another scene page (not an htmx step link) would leave the workshop page
     var link = target.closest("a[href^='/scenes/']");
     if (!link || event.defaultPrevented || event.metaKey || event.ctrlKey || event.shiftKey || link.target) { return; }
@@ -237,30 +276,67 @@
   });
 
   // -- keys: F follows again; the presenter's clicker keys ------------------------------------
+  // typing text: letters are the text's. A slider, a menu or a button that has focus after a
+  // mouse click is not typing: a clicker's PageDown must step, not move the knob under it.
   function typing(el) {
-    return el instanceof Element && (el.isContentEditable || !!el.closest("input, textarea, select"));
+    if (!(el instanceof Element)) { return false; }
+    if (el.isContentEditable || el.closest("textarea")) { return true; }
+    var input = el.closest("input");
+    return !!input && !/^(range|checkbox|radio|button|submit)$/.test(input.type);
   }
-  function press(id) {
-    var link = byId(id);
-    if (id === "step-forward" && (!link || link.tagName !== "A")) { link = byId("caption-next"); }
-    if (link && link.tagName === "A" && !document.querySelector(".htmx-request")) { link.click(); }
+  function press(ids) {
+    if (document.querySelector(".htmx-request")) { return; }
+    for (var i = 0; i < ids.length; i++) {
+      var link = byId(ids[i]);
+      if (link && link.tagName === "A") { link.click(); return; }
+    }
   }
+  function toggleJoinCard() {
+    var card = byId("ws-join-card");
+    var button = byId("ws-join-toggle");
+    if (!card || !button) { return; }
+    card.hidden = !card.hidden;
+    button.textContent = card.hidden ? "Show join card" : "Hide join card";
+    button.setAttribute("aria-expanded", card.hidden ? "false" : "true");
+    measureBar();
+  }
+  function toggleBigJoin() {
+    var big = byId("ws-join-big");
+    if (big) { big.hidden = !big.hidden; }
+  }
+  var CLICKER = { PageDown: 1, PageUp: 1, b: 1, B: 1, ".": 1, q: 1, Q: 1, j: 1, J: 1 };
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) { return; }
     var key = event.key;
     if (!presenter) {
-      if ((key === "f" || key === "F") && !following) { event.preventDefault(); follow(); }
+      if ((key === "f" || key === "F") && !following && !(event.target instanceof Element && event.target.closest("select"))) {
+        event.preventDefault();
+        follow();
+      }
       return;
     }
-    if (key === "PageDown") { event.preventDefault(); press("step-forward"); }
-    else if (key === "PageUp") { event.preventDefault(); press("step-back"); }
-    else if (key === "b" || key === "B") { event.preventDefault(); press("beat-next"); }
+    if (!CLICKER[key]) { return; }
+    if (key.length === 1 && event.target instanceof Element && event.target.closest("select")) { return; }  // type-to-pick
+    event.preventDefault();  // before the focused slider or menu takes the key
+    var focused = document.activeElement;
+    if (focused && focused !== document.body && focused.matches("input, select")) { focused.blur(); }
+    if (key === "PageDown") { press(["step-forward", "caption-next"]); }
+    else if (key === "PageUp") { press(["step-back", "beat-prev"]); }
+    else if (key === "b" || key === "B") { press(["beat-next"]); }
+    else if (key === "q" || key === "Q") { pollAction("open"); }
+    else if (key === "j" || key === "J") { toggleBigJoin(); }
     else if (key === ".") {
-      event.preventDefault();
       var blank = byId("ws-blank");
       if (blank) { blank.hidden = !blank.hidden; }
     }
-  });
+  }, true);
+
+  // the drawing keeps the Step bar clear of it: the CSS sizes it to the screen minus this bar
+  function measureBar() {
+    document.documentElement.style.setProperty("--ws-bar-h", bar.offsetHeight + "px");
+  }
+  window.addEventListener("resize", measureBar);
+  measureBar();
 
   connect();
   showWhere();

@@ -61,6 +61,10 @@ PING_S = 15
 RETRY_MS = 1000  # how soon a browser reconnects a dropped stream
 NAMES_SHOWN = 40
 PURGE_EVERY_S = 3600
+# what each presenter action makes of the poll: closed takes no more answers, revealed shows the
+# answer everywhere, hidden takes the panel off every screen
+POLL_STATUS = {"close": "closed", "reveal": "revealed", "hide": "hidden"}
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # addresses no other device can open
 # state parameters a workshop never passes on: a presenter's own prediction would give the
 # answer away, and an embed's lock does not apply
 PRIVATE_PARAMS = ("guess", "lock")
@@ -216,7 +220,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         if workshop.poll_id is None:
             return None
         poll = await ws.store.get_poll(workshop.poll_id)
-        if poll is None:
+        if poll is None or poll.status == "hidden":
             return None
         scene = scenes.load_scene(poll.scene)
         try:
@@ -249,11 +253,25 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         }
 
     def workshop_context(
-        request: Request, row: Workshop, *, role: str, token: str | None, at: str | None, poll: dict | None
+        request: Request,
+        row: Workshop,
+        *,
+        role: str,
+        token: str | None,
+        at: str | None,
+        poll: dict | None,
+        name: str = "",
     ) -> dict[str, Any]:
         join = join_url(request, row.code)
         base = str(request.base_url).rstrip("/")
+        host = (request.url.hostname or "").strip("[]")
         return {
+            "join_root": f"{base}/w",
+            "local_only": host in LOCAL_HOSTS,
+            "scenes": [{"id": s.id, "title": s.title} for s in scenes.list_scenes() if s.built]
+            if role == "presenter"
+            else [],
+            "name": name,
             "code": row.code,
             "title": row.title,
             "role": role,
@@ -332,7 +350,8 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         if code != workshop.code:
             return RedirectResponse(f"/w/{workshop.code}", status_code=308)
         pid = pid_of(request)
-        known = pid is not None and await ws.store.is_participant(workshop.code, pid)
+        name = await ws.store.name_of(workshop.code, pid) if pid is not None else None
+        known = name is not None
         if not known:
             wait = ws.limits.take("join", client_key(request), settings.workshop_joins_per_min)
             if wait:
@@ -352,8 +371,13 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
                 url = check_scene_url(at).url
             except BadStateURL:
                 at = None
+        # the page opens following (or exploring, with ?at=): the presenter's count says so too
+        await ws.store.set_detached(workshop.code, pid, at is not None)
+        ws.hub.room_changed(workshop.code)
         poll = await poll_view(request, workshop, presenter=False, pid=pid)
-        context = workshop_context(request, workshop, role="participant", token=None, at=at, poll=poll)
+        context = workshop_context(
+            request, workshop, role="participant", token=None, at=at, poll=poll, name=name or ""
+        )
         response = workshop_page(request, workshop, url, context)
         if not known:
             response.set_cookie(
@@ -429,6 +453,12 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         if at.url == found.state_url:
             return JSONResponse({"seq": found.seq, "url": at.url, "changed": False})
         seq = await ws.store.publish(found.code, "state", at.event(), state_url=at.url)
+        if found.poll_id is not None:  # a poll belongs to its beat: moving on takes it off the screens
+            poll = await ws.store.get_poll(found.poll_id)
+            elsewhere = poll is not None and (poll.scene, poll.beat) != (at.scene_id, at.beat)
+            if elsewhere and poll.status != "hidden":
+                await ws.store.set_poll_status(poll.id, "hidden")
+                seq = await ws.store.publish(found.code, "poll", {"poll": poll.id, "action": "hide"})
         await ws.hub.wake(found.code, seq)
         return JSONResponse({"seq": seq, "url": at.url, "changed": True})
 
@@ -450,12 +480,12 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
                     request, 409, "No question here", "This beat has no predict question to poll."
                 )
             poll_id = await ws.store.open_poll(found.code, at.scene_id, at.beat, at.url, now)
-        elif action in ("close", "reveal") and found.poll_id is not None:
+        elif action in POLL_STATUS and found.poll_id is not None:
             poll_id = found.poll_id
-            await ws.store.set_poll_status(poll_id, "closed" if action == "close" else "revealed")
+            await ws.store.set_poll_status(poll_id, POLL_STATUS[action])
         else:
             return error_page(
-                request, 400, "Bad request", "action is open, close or reveal (with a poll open)."
+                request, 400, "Bad request", "action is open, close, reveal or hide (with a poll open)."
             )
         seq = await ws.store.publish(found.code, "poll", {"poll": poll_id, "action": action}, poll_id=poll_id)
         await ws.hub.wake(found.code, seq)

@@ -244,6 +244,12 @@ class Store:
         rows = await self._exec(sql, (code,))
         return int(rows[0][0])
 
+    async def name_of(self, code: str, pid: str) -> str | None:
+        """A participant's name ("" when they gave none), or None when they never joined."""
+        sql = self._sql("SELECT name FROM participants WHERE code = %s AND pid = %s")
+        rows = await self._exec(sql, (code, pid))
+        return rows[0][0] if rows else None
+
     async def is_participant(self, code: str, pid: str) -> bool:
         sql = self._sql("SELECT 1 FROM participants WHERE code = %s AND pid = %s")
         return bool(await self._exec(sql, (code, pid)))
