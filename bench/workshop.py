@@ -18,7 +18,7 @@ and this client's CPU. Target (the project's): p99 <= 250 ms and 0 dropped, on 2
 verdict is printed, the exit status is 0 either way.
 
 Run: `.venv/bin/python bench/workshop.py [--participants 100] [--steps 50] [--interval 0.25]
-[--fetch] [--database-url postgresql://...] [--serve]`.
+[--fetch] [--database-url postgresql://... | --temp-postgres] [--serve]`.
 """
 
 from __future__ import annotations
@@ -339,10 +339,25 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=0.25, help="seconds between presenter steps")
     parser.add_argument("--fetch", action="store_true", help="participants also GET each step update")
     parser.add_argument("--database-url", default="", help="postgresql://... (default: SQLite in a temp dir)")
+    parser.add_argument(
+        "--temp-postgres", action="store_true",
+        help="start a throwaway PostgreSQL (Debian's, as the tests do) and use it",
+    )  # fmt: skip
     parser.add_argument("--serve", action="store_true", help="run `python -m app.serve` instead of uvicorn")
     parser.add_argument("--web-workers", type=int, default=1, help="with --serve: BUILD_KAFKA_WEB_WORKERS")
     args = parser.parse_args()
+    if args.temp_postgres:
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+        from tests.support.pgcluster import temporary_cluster
 
+        with temporary_cluster("bench") as url:
+            args.database_url = url
+            bench(args)
+    else:
+        bench(args)
+
+
+def bench(args: argparse.Namespace) -> None:
     port = _server.free_port()
     with tempfile.TemporaryDirectory(prefix="bk-bench-ws-") as data_dir:
         env = _server.serve_env(port, BUILD_KAFKA_DATA_DIR=data_dir)
