@@ -41,6 +41,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
+import engine
 import scenes
 from app import presenters, urls
 from app.settings import Settings
@@ -290,7 +291,9 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
     def workshop_page(request: Request, workshop: Workshop, url: str, context: dict[str, Any]) -> Response:
         at = check_scene_url(url)
         query = urlsplit(at.url).query
-        response = scene_response(request, at.scene_id, embed=False, query_string=query, workshop=context)
+        # the same per-request budget as /scenes/ (this page renders here, not in an engine worker)
+        with engine.budget(deadline_s=settings.run_deadline_s):
+            response = scene_response(request, at.scene_id, embed=False, query_string=query, workshop=context)
         response.headers["Cache-Control"] = "no-store"
         return response
 
