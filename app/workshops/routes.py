@@ -514,14 +514,22 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    @app.post("/w/{code}/answer")
-    async def answer(request: Request, code: str):
+    async def participant(request: Request, code: str) -> tuple[Workshop, str] | Response:
+        """The workshop and this browser's participant id, or the page that says why not."""
         found = await find(request, code)
         if isinstance(found, Response):
             return found
         pid = pid_of(request)
         if pid is None or not await ws.store.is_participant(found.code, pid):
             return error_page(request, 403, "Join first", "Open the workshop's page to join it.")
+        return found, pid
+
+    @app.post("/w/{code}/answer")
+    async def answer(request: Request, code: str):
+        joined = await participant(request, code)
+        if isinstance(joined, Response):
+            return joined
+        found, pid = joined
         form = await _small_form(request, settings) or {}
         wait = ws.limits.take("answer", pid, settings.workshop_answers_per_min)
         if wait:
@@ -539,12 +547,10 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
 
     @app.post("/w/{code}/mode")
     async def mode(request: Request, code: str):
-        found = await find(request, code)
-        if isinstance(found, Response):
-            return found
-        pid = pid_of(request)
-        if pid is None:
-            return error_page(request, 403, "Join first", "Open the workshop's page to join it.")
+        joined = await participant(request, code)
+        if isinstance(joined, Response):
+            return joined
+        found, pid = joined
         form = await _small_form(request, settings) or {}
         await ws.store.set_detached(found.code, pid, form.get("detached") in ("1", "true"))
         ws.hub.room_changed(found.code)
@@ -552,12 +558,10 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
 
     @app.post("/w/{code}/name")
     async def set_name(request: Request, code: str):
-        found = await find(request, code)
-        if isinstance(found, Response):
-            return found
-        pid = pid_of(request)
-        if pid is None or not await ws.store.is_participant(found.code, pid):
-            return error_page(request, 403, "Join first", "Open the workshop's page to join it.")
+        joined = await participant(request, code)
+        if isinstance(joined, Response):
+            return joined
+        found, pid = joined
         form = await _small_form(request, settings) or {}
         name = clean_text(form.get("name", ""), settings.workshop_name_chars)
         await ws.store.join(found.code, pid, name, time.time())
