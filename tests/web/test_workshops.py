@@ -449,3 +449,128 @@ def test_the_qr_code_is_an_svg_of_the_join_address(client):
     r = client.get(f"/w/{code}/qr.svg")
     assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
     assert r.text.lstrip().startswith("<svg") and f"/w/{code}" in r.text
+
+
+# -- after the new-user check: hiding polls, a poll leaving with its beat, reloads, the presenter bar
+
+
+def participant_poll(client, code) -> str:
+    return poll_section(client.get(f"/w/{code}/poll").text)
+
+
+def events(client, code):
+    store = client.app.state.workshops.store
+    return client.portal.call(store.events_after, code, 0)
+
+
+def test_the_presenter_can_hide_a_poll_and_nobody_else_can(client):
+    code, token = start_poll(client)
+    question = " ".join(PREDICT_BEAT.predict.question.split())
+    assert question in words(participant_poll(client, code))
+    # the participant (this client's cookie) has no token: refused, the poll stays
+    assert client.post(f"/w/{code}/poll", data={"action": "hide"}).status_code == 403
+    assert question in words(participant_poll(client, code))
+    r = client.post(f"/w/{code}/poll", data={"action": "hide"}, headers={"X-Presenter-Token": token})
+    assert r.status_code == 200
+    panel = participant_poll(client, code)
+    assert re.match(r"<section [^>]*\bhidden\b", panel), panel[:200]
+    assert question not in words(panel) and "<button" not in panel
+    assert [e.data["action"] for e in events(client, code) if e.kind == "poll"] == ["open", "hide"]
+
+
+def publish_state(client, code, token, url):
+    r = client.post(f"/w/{code}/state", data={"url": url}, headers={"X-Presenter-Token": token})
+    assert r.status_code == 200 and r.json()["changed"] is True, r.text
+    return r.json()
+
+
+def test_a_poll_stays_for_another_step_of_its_beat(client):
+    code, token = start_poll(client)
+    question = " ".join(PREDICT_BEAT.predict.question.split())
+    publish_state(client, code, token, f"/scenes/{SCENE}?beat={PREDICT_BEAT.id}&step=2")
+    assert question in words(participant_poll(client, code))
+    assert [e.data["action"] for e in events(client, code) if e.kind == "poll"] == ["open"]
+    # the presenter still sees its panel too
+    presenter = poll_section(client.get(f"/w/{code}/poll", headers={"X-Presenter-Token": token}).text)
+    assert question in words(presenter)
+
+
+@pytest.mark.parametrize("where", ["beat", "scene"])
+def test_a_poll_leaves_the_screens_when_the_presenter_moves_to_another_beat_or_scene(client, where):
+    code, token = start_poll(client)
+    beats = list(scenes.load_scene(SCENE).beats)
+    other_beat = next(b for b in beats if b.id != PREDICT_BEAT.id)
+    url = f"/scenes/{SCENE}?beat={other_beat.id}" if where == "beat" else "/scenes/05"
+    seq = publish_state(client, code, token, url)["seq"]
+    panel = participant_poll(client, code)
+    assert re.match(r"<section [^>]*\bhidden\b", panel), panel[:200]
+    assert " ".join(PREDICT_BEAT.predict.question.split()) not in words(panel)
+    last = events(client, code)[-2:]
+    assert [e.kind for e in last] == ["state", "poll"]
+    assert last[1].data["action"] == "hide" and last[1].seq == seq  # the answer names the newest event
+    # moving on again publishes no second hide
+    publish_state(client, code, token, f"/scenes/{SCENE}?beat={PREDICT_BEAT.id}&step=2")
+    assert [e.data["action"] for e in events(client, code) if e.kind == "poll"] == ["open", "hide"]
+
+
+def test_a_reload_keeps_the_name_and_resets_exploring(client):
+    code, token, path = create(client)
+    store = client.app.state.workshops.store
+    new_browser(client)
+    assert client.get(f"/w/{code}").status_code == 200
+    assert client.post(f"/w/{code}/name", data={"name": "Ada Lovelace"}).status_code == 204
+    page = client.get(f"/w/{code}").text
+    m = re.search(r'<input id="ws-name"[^>]*>', page)
+    assert m and 'value="Ada Lovelace"' in m.group(0), m and m.group(0)
+
+    def detached():
+        return client.portal.call(store.room, code, 0.0, 40).detached
+
+    assert detached() == 0
+    # exploring: the page's own switch, then a reload without ?at= follows again
+    assert client.post(f"/w/{code}/mode", data={"detached": "1"}).status_code == 204
+    assert detached() == 1
+    assert client.get(f"/w/{code}").status_code == 200
+    assert detached() == 0
+    # a page opened on its own state (?at=) is exploring
+    r = client.get(f"/w/{code}", params={"at": f"/scenes/{SCENE}?step=2"})
+    assert r.status_code == 200 and 'data-following="0"' in ws_bar(r.text)
+    assert detached() == 1
+    # a bad ?at= is ignored: the page follows
+    r = client.get(f"/w/{code}", params={"at": "/etc/passwd"})
+    assert r.status_code == 200 and 'data-following="1"' in ws_bar(r.text)
+    assert detached() == 0
+    # the presenter's count is the same rows
+    assert client.portal.call(store.room, code, 0.0, 40).names == ["Ada Lovelace"]
+
+
+def presenter_bar_of(base_url, tmp_path):
+    with TestClient(create_app(Settings(data_dir=tmp_path)), base_url=base_url) as c:
+        code, token, path = create(c)
+        page = c.get(path)
+        assert page.status_code == 200
+        return code, token, page.text
+
+
+def test_the_presenter_page_hides_its_link_and_offers_every_built_scene(tmp_path):
+    code, token, page = presenter_bar_of("http://workshop.example", tmp_path)
+    present_url = f"http://workshop.example/w/{code}/present/{token}"
+    assert token not in words(page) and present_url not in words(page)
+    # the link is in attributes only: data-copy (the copy button), data-token (the script) and
+    # the theme switch's own-page `next=` (a same-site link, never shown)
+    attrs = re.findall(r'([a-z-]+)="([^"]*)' + re.escape(token), page)
+    assert {a for a, _ in attrs} <= {"data-copy", "data-token", "href"}, attrs
+    assert all(v.startswith("/theme?") for a, v in attrs if a == "href"), attrs
+    assert f'data-copy="{present_url}"' in page
+    pick = re.search(r'<form [^>]*id="ws-scene-pick".*?</form>', page, re.S)
+    assert pick, "no scene picker"
+    offered = re.findall(r'<option value="([^"]+)"', pick.group(0))
+    assert offered == [s.id for s in scenes.list_scenes() if s.built]
+    assert re.search(rf'<option value="{SCENE}" selected>', pick.group(0))
+    assert "opens only on this computer" not in page
+
+
+def test_the_presenter_page_warns_when_the_join_address_is_localhost(tmp_path):
+    _, _, page = presenter_bar_of("http://localhost:8000", tmp_path)
+    assert "opens only on this computer" in words(ws_bar(page))
+    assert "http://localhost:8000/w opens only on this computer" in words(ws_bar(page))
