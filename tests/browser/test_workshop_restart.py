@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from tests.browser.test_workshop import step_count, wait_for_scripts, watch_errors
 from tests.conftest import REPO_ROOT, free_port, wait_until_answering
 
 TIMEOUT_MS = 15_000
@@ -72,20 +73,9 @@ def server(tmp_path):
         server.stop()
 
 
-def watch_errors(page: Page, errors: list[str]) -> None:
-    page.on("console", lambda msg: errors.append(f"console: {msg.text}") if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(f"pageerror: {exc}"))
-
-
-def wait_for_scripts(page: Page) -> None:
-    page.wait_for_function("window.htmx !== undefined && document.documentElement.classList.contains('js')")
-
-
-def step_count(page: Page):
-    return page.locator("#stepbar .step-count")
-
-
 def step_presenter(presenter: Page) -> str:
+    """PageDown on the presenter's page (without waiting for the room to have it: across the
+    restart a publish may fail once, and the next step sends the state again)."""
     before = step_count(presenter).inner_text()
     presenter.keyboard.press("PageDown")
     expect(step_count(presenter)).not_to_have_text(before)
