@@ -51,7 +51,11 @@
     if (!url || !sceneOf(url)) { return; }
     sceneUrl = url;
     var synced = d.requestConfig && d.requestConfig.headers && d.requestConfig.headers[SYNC];
-    if (presenter && !synced) { publish(url); }
+    if (presenter && !synced) {
+      publish(url);
+      // teaching has begun: the join card folds to one line, unless the presenter chose otherwise
+      if (!recall("join")) { setJoinCard(false); remember("join", "hidden"); }
+    }
   });
   // a failed update must not take a workshop page away (app.js would open the error page)
   window.addEventListener("htmx:responseError", function (event) {
@@ -107,10 +111,22 @@
   }
 
   var presenterAt = null;
+  var presenterBeat = "";
+  var narrow = window.matchMedia("(max-width: 640px)");
   function showWhere() {
     if (presenter) { return; }
-    say("ws-where", presenterAt && !following ? "The presenter is at " + presenterAt + "." : "");
+    var where = presenterAt + (presenterBeat && !narrow.matches ? ": " + presenterBeat : "");
+    say("ws-where", presenterAt && !following ? "The presenter is at " + where + "." : "");
   }
+  // a following page whose drawing went out of view (a poll scrolled it there) gets it back
+  // when the beat changes or the poll goes away
+  function showViewer() {
+    var viewer = document.querySelector(".viewer");
+    if (presenter || !following || !viewer) { return; }
+    var top = viewer.getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight / 2) { viewer.scrollIntoView({ block: "start" }); }
+  }
+  function beatOf(url) { var m = /[?&]beat=([^&]*)/.exec(url || ""); return m ? m[1] : ""; }
   function setMode(follow) {
     following = follow;
     var detachBtn = byId("ws-detach");
@@ -142,6 +158,8 @@
   });
   function follow() {
     if (presenter) { return; }
+    // focus left on a fault button would crash a broker at the next Enter, and detach again
+    if (document.activeElement && document.activeElement !== document.body) { document.activeElement.blur(); }
     setMode(true);
     fetch(base + "/state", { cache: "no-store" })
       .then(function (r) { return r.json(); })
@@ -161,14 +179,18 @@
       var data = JSON.parse(event.data);
       lastSeq = Math.max(lastSeq, data.seq || 0);
       presenterAt = data.label || null;
+      presenterBeat = data.title || "";
+      var newBeat = beatOf(data.url) !== beatOf(sceneUrl);
       latest = data.url;
       if (presenter || following) { apply(data.url); }
+      if (newBeat) { showViewer(); }
       showWhere();
     });
     source.addEventListener("poll", function (event) {
       var data = JSON.parse(event.data);
       lastSeq = Math.max(lastSeq, data.seq || 0);
-      refreshPoll(!presenter && data.action !== "close");
+      refreshPoll(!presenter && data.action !== "close" && data.action !== "hide");
+      if (data.action === "hide") { showViewer(); }
     });
     source.addEventListener("room", function (event) {
       var room = JSON.parse(event.data);
@@ -254,6 +276,7 @@
     if (target.closest("#ws-detach")) { detach(); return; }
     if (target.closest("#ws-follow")) { follow(); return; }
     if (target.closest("#ws-join-toggle")) { toggleJoinCard(); return; }
+    if (target.closest("#ws-notes-toggle")) { toggleNotes(); return; }
     if (target.closest("#ws-join-big-open")) { toggleBigJoin(); return; }
     var away = presenter && target.closest("a[href^='/']:not([href^='/scenes/']):not([href^='/w/'])");
     if (away && !event.defaultPrevented && !away.target) {
@@ -291,20 +314,53 @@
       if (link && link.tagName === "A") { link.click(); return; }
     }
   }
-  function toggleJoinCard() {
+  // the presenter's choices for this workshop, kept across its scenes and reloads
+  function remember(key, value) { try { window.localStorage.setItem("bk-ws-" + key + "-" + code, value); } catch (e) { /* private mode */ } }
+  function recall(key) { try { return window.localStorage.getItem("bk-ws-" + key + "-" + code); } catch (e) { return null; } }
+  function setJoinCard(show) {
     var card = byId("ws-join-card");
     var button = byId("ws-join-toggle");
     if (!card || !button) { return; }
-    card.hidden = !card.hidden;
-    button.textContent = card.hidden ? "Show join card" : "Hide join card";
-    button.setAttribute("aria-expanded", card.hidden ? "false" : "true");
+    card.hidden = !show;
+    bar.classList.toggle("compact", !show);
+    button.textContent = show ? "Hide join card" : "Show join card";
+    button.setAttribute("aria-expanded", show ? "true" : "false");
     measureBar();
+  }
+  function toggleJoinCard() {
+    var card = byId("ws-join-card");
+    if (!card) { return; }
+    setJoinCard(card.hidden);
+    remember("join", card.hidden ? "hidden" : "shown");
+  }
+  function setNotes(show) {
+    document.body.classList.toggle("ws-notes-open", show);
+    var button = byId("ws-notes-toggle");
+    if (button) { button.setAttribute("aria-expanded", show ? "true" : "false"); }
+  }
+  function toggleNotes() {
+    var show = !document.body.classList.contains("ws-notes-open");
+    setNotes(show);
+    remember("notes", show ? "shown" : "hidden");
+  }
+  if (presenter) {
+    if (recall("join") === "hidden") { setJoinCard(false); }
+    setNotes(recall("notes") === "shown");
   }
   function toggleBigJoin() {
     var big = byId("ws-join-big");
     if (big) { big.hidden = !big.hidden; }
   }
-  var CLICKER = { PageDown: 1, PageUp: 1, b: 1, B: 1, ".": 1, q: 1, Q: 1, j: 1, J: 1 };
+  var CLICKER = { PageDown: 1, PageUp: 1, b: 1, B: 1, ".": 1, q: 1, Q: 1, j: 1, J: 1, n: 1, N: 1,
+    r: 1, R: 1, h: 1, H: 1, Escape: 1 };
+  function closeOverlays() {
+    var open = false;
+    ["ws-join-big", "ws-blank"].forEach(function (id) {
+      var el = byId(id);
+      if (el && !el.hidden) { el.hidden = true; open = true; }
+    });
+    return open;
+  }
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || typing(event.target)) { return; }
     var key = event.key;
@@ -320,8 +376,13 @@
     event.preventDefault();  // before the focused slider or menu takes the key
     var focused = document.activeElement;
     if (focused && focused !== document.body && focused.matches("input, select")) { focused.blur(); }
+    // a clicker's first press behind the big join screen (or the blank) only takes it away
+    if ((key === "PageDown" || key === "PageUp" || key === "Escape") && closeOverlays()) { return; }
     if (key === "PageDown") { press(["step-forward", "caption-next"]); }
     else if (key === "PageUp") { press(["step-back", "beat-prev"]); }
+    else if (key === "n" || key === "N") { toggleNotes(); }
+    else if (key === "r" || key === "R") { if (byId("ws-poll-reveal")) { pollAction("reveal"); } }
+    else if (key === "h" || key === "H") { if (byId("ws-poll-hide")) { pollAction("hide"); } }
     else if (key === "b" || key === "B") { press(["beat-next"]); }
     else if (key === "q" || key === "Q") { pollAction("open"); }
     else if (key === "j" || key === "J") { toggleBigJoin(); }

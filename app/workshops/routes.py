@@ -94,10 +94,11 @@ class SceneAt:
     url: str
     label: str
     beat: str
+    beat_title: str
 
     def event(self) -> dict[str, str]:
         """The data of the `state` event that moves the room here."""
-        return {"url": self.url, "label": self.label, "scene": self.scene_id}
+        return {"url": self.url, "label": self.label, "title": self.beat_title, "scene": self.scene_id}
 
 
 class Workshops:
@@ -163,8 +164,8 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             raise BadStateURL("Send the page's own address after the fault, not the fault button's.")
         beats = list(scene.beats)
         index = next((i for i, b in enumerate(beats) if str(b.id) == state.beat), 0)
-        label = f"scene {scene.id}, beat {index + 1} of {len(beats)}: {beats[index].title}"
-        return SceneAt(scene_id, urls.page_url(state, embed=False), label, state.beat)
+        label = f"scene {scene.id}, beat {index + 1} of {len(beats)}"
+        return SceneAt(scene_id, urls.page_url(state, embed=False), label, state.beat, beats[index].title)
 
     def client_key(request: Request) -> str:
         return request.client.host if request.client else "?"
@@ -185,11 +186,15 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             wait = ws.limits.take("miss", client_key(request), settings.workshop_misses_per_min)
             if wait:
                 return too_many(request, wait, "Too many unknown workshop codes from your address.")
-            return error_page(
-                request, 404, "No such workshop",
+            reason = (
                 f"No workshop has the code {raw_code[:12]!r}. Codes are {CODE_LEN} letters and digits, "
-                "like the one on the presenter's screen; check it with them.",
-            )  # fmt: skip
+                "like the one on the presenter's screen; check it with them."
+            )
+            if request.method != "GET" or request.url.path.count("/") > 2:
+                return error_page(request, 404, "No such workshop", reason)
+            # the join page again, with the reason and the box to type the code once more
+            context = {"page_title": "No such workshop", "code_len": CODE_LEN, "error": reason}
+            return render(request, "workshop_join.html", context, status=404)
         if workshop.expired(time.time()):
             return error_page(
                 request, 410, "This workshop has ended",
@@ -262,6 +267,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         at: str | None,
         poll: dict | None,
         name: str = "",
+        view: str = "",
     ) -> dict[str, Any]:
         join = join_url(request, row.code)
         base = str(request.base_url).rstrip("/")
@@ -282,6 +288,8 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             "join_url": join,
             "join_path": f"/w/{row.code}",
             "present_url": f"{base}/w/{row.code}/present/{token}" if token else None,
+            "notes_path": f"/w/{row.code}/present/{token}?view=notes" if token else None,
+            "view": view,
             "qr": qr_svg(join, f"QR code for {join}") if role == "presenter" else None,
             "poll": poll,
             "name_chars": settings.workshop_name_chars,
@@ -320,7 +328,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         if wait:
             return too_many(request, wait, "Too many workshops made from your address.")
         title = (
-            clean_text(form.get("title", ""), settings.workshop_title_chars) or f"Scene {scene_id} workshop"
+            clean_text(form.get("title", ""), settings.workshop_title_chars) or "Build Kafka workshop"
         )
         start = check_scene_url(urls.scene_path(scene_id))
         token = secrets.token_urlsafe(24)
@@ -388,15 +396,30 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             )
         return response
 
+    @app.get("/w/{code}/present")
+    async def presenter_without_token(request: Request, code: str):
+        found = await find(request, code)
+        if isinstance(found, Response):
+            return found
+        return error_page(
+            request, 403, "This is the presenter's page",
+            "Only the presenter's own link, with its secret, opens it. "
+            f"To follow the workshop, open /w/{found.code}.",
+        )  # fmt: skip
+
     @app.get("/w/{code}/present/{token}")
-    async def presenter_page(request: Request, code: str, token: str):
+    async def presenter_page(request: Request, code: str, token: str, view: str = ""):
         found = await find(request, code)
         if isinstance(found, Response):
             return found
         if not hmac.compare_digest(token_hash(token), found.token_hash):
             return forbidden(request)
         poll = await poll_view(request, found, presenter=True, pid=None)
-        context = workshop_context(request, found, role="presenter", token=token, at=None, poll=poll)
+        # ?view=notes: the same page as a notes window for the presenter's own screen
+        view = "notes" if view == "notes" else ""
+        context = workshop_context(
+            request, found, role="presenter", token=token, at=None, poll=poll, view=view
+        )
         response = workshop_page(request, found, found.state_url, context)
         response.headers["Referrer-Policy"] = "no-referrer"
         return response

@@ -22,6 +22,11 @@ def qr_svg(url: str, label: str) -> str:
         dark="#000000", light="#ffffff", title=label, svgclass="qr", lineclass=None,
     )  # fmt: skip
     svg = out.getvalue().decode("utf-8")
+    # segno draws in pixels with fixed width and height; a viewBox lets CSS size it (the big join
+    # screen draws it across half the screen)
+    size = code.symbol_size(scale=6, border=2)[0]
+    fixed = f'width="{size}" height="{size}"'
+    svg = svg.replace(fixed, f'viewBox="0 0 {size} {size}" {fixed}', 1)
     return svg.replace("<svg ", f'<svg role="img" aria-label="{escape(label)}" ', 1)
 
 

@@ -165,6 +165,11 @@ def test_a_participant_explores_and_comes_back_with_f(room: Room):
 def test_poll_from_the_notes_to_the_room_and_the_reveal(room: Room):
     presenter = room.presenter
     notes = presenter.locator("#ws-notes")
+    # the projected page shows the notes only when asked (N), and their answer folded
+    expect(notes).to_be_hidden()
+    presenter.keyboard.press("N")
+    expect(notes).to_be_visible()
+    notes.locator("details.ws-answer-note summary").click()
     answer = notes.locator("p strong", has_text="Answer:").inner_text()
     presenter.click("#ws-poll-open")
     expect(presenter.locator("#ws-poll")).to_be_visible()
@@ -199,7 +204,7 @@ def test_screenshots(room: Room, screenshot_dir):
     """Presenter and both participants, mid-workshop with a poll open, for a person to look at."""
     presenter = room.presenter
     step_presenter(presenter)
-    presenter.click("#ws-poll-open")
+    presenter.click("#ws-ask")
     for page in room.participants:
         expect_same_state(page, presenter)
         expect(page.locator("#ws-choice-A")).to_be_visible()

@@ -146,8 +146,18 @@ def test_a_title_with_markup_is_shown_as_text(client):
 def test_an_unknown_code_is_a_404_that_says_so(client):
     r = client.get("/w/ZZZZZZ")
     assert r.status_code == 404
-    assert "No workshop has the code" in reason(r.text) and "ZZZZZZ" in reason(r.text)
+    # the join page again, saying why, with the box to type the code once more
+    assert "No workshop has the code" in r.text and "ZZZZZZ" in r.text
+    assert 'id="ws-code"' in r.text and 'role="alert"' in r.text
     assert client.get("/w/not-a-code-at-all!").status_code == 404
+    # an address under an unknown code (the stream, a control) gets the plain error page
+    assert "No workshop has the code" in reason(client.get("/w/ZZZZZZ/state").text)
+
+
+def test_the_presenters_address_without_its_secret_says_how_to_join(client):
+    code, _, _ = create(client)
+    r = client.get(f"/w/{code}/present")
+    assert r.status_code == 403 and f"/w/{code}" in reason(r.text)
 
 
 def test_a_lower_case_or_spaced_code_goes_to_the_canonical_address(client):
@@ -560,7 +570,9 @@ def test_the_presenter_page_hides_its_link_and_offers_every_built_scene(tmp_path
     # the theme switch's own-page `next=` (a same-site link, never shown)
     attrs = re.findall(r'([a-z-]+)="([^"]*)' + re.escape(token), page)
     assert {a for a, _ in attrs} <= {"data-copy", "data-token", "href"}, attrs
-    assert all(v.startswith("/theme?") for a, v in attrs if a == "href"), attrs
+    # (and the presenter's own notes-window link, to this same page)
+    hrefs = [v for a, v in attrs if a == "href"]
+    assert all(v.startswith(("/theme?", f"/w/{code}/present/")) for v in hrefs), attrs
     assert f'data-copy="{present_url}"' in page
     pick = re.search(r'<form [^>]*id="ws-scene-pick".*?</form>', page, re.S)
     assert pick, "no scene picker"
