@@ -85,6 +85,48 @@ def test_q_asks_the_room_and_j_and_dot_toggle_the_big_screens(room: Room):
     expect(blank).to_be_visible()
     presenter.keyboard.press(".")
     expect(blank).to_be_hidden()
+    # a clicker's PageDown behind the big join screen only closes it: the room does not step
+    before = presenter.locator("#stepbar .step-count").inner_text()
+    presenter.keyboard.press("j")
+    expect(big).to_be_visible()
+    presenter.keyboard.press("PageDown")
+    expect(big).to_be_hidden()
+    expect(presenter.locator("#stepbar .step-count")).to_have_text(before)
+
+
+def test_r_reveals_and_h_hides_the_poll_everywhere(room: Room):
+    presenter = room.presenter
+    presenter.keyboard.press("q")
+    for page in room.participants:
+        expect(page.locator("#ws-choice-A")).to_be_visible()
+    room.phone.click("#ws-choice-B")
+    expect(room.phone.locator(".ws-answered")).to_contain_text("You answered B.")
+    presenter.keyboard.press("r")
+    for page in (presenter, *room.participants):
+        expect(page.locator("#ws-poll h2")).to_have_text("Poll: the answer")
+    presenter.keyboard.press("h")
+    for page in (presenter, *room.participants):
+        expect(page.locator("#ws-poll")).to_be_hidden()
+
+
+def test_notes_open_on_n_and_in_their_own_window(room: Room):
+    presenter = room.presenter
+    notes = presenter.locator("#ws-notes")
+    expect(notes).to_be_hidden()  # the projected page keeps them to itself
+    presenter.keyboard.press("n")
+    expect(notes).to_be_visible()
+    presenter.keyboard.press("n")
+    expect(notes).to_be_hidden()
+    window = presenter.context.new_page()
+    origin = "/".join(presenter.url.split("/")[:3])
+    window.goto(origin + presenter.locator("#ws-notes-window").get_attribute("href"))
+    expect(window.locator("#ws-notes")).to_be_visible()
+    title = beat_title(presenter).inner_text()
+    presenter.keyboard.press("b")  # the notes window follows the presenter's page
+    expect(beat_title(presenter)).not_to_have_text(title)
+    now = beat_title(presenter).inner_text().split(" ", 4)[-1]  # "Beat 2 of 5 <title>": the title
+    expect(window.locator("#ws-notes-h")).to_contain_text(now)
+    window.close()
 
 
 def test_the_next_beat_takes_the_poll_off_the_screens(room: Room):
