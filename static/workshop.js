@@ -206,7 +206,13 @@
     });
     source.onerror = function () {
       say(presenter ? "ws-sync" : "ws-where", "Connection to the workshop lost; reconnecting…");
-      if (source.readyState === EventSource.CLOSED) { setTimeout(connect, 2000); }
+      if (source.readyState !== EventSource.CLOSED) { return; }  // the browser reconnects by itself
+      // the server refused the stream: an ended workshop stays ended; anything else, try again
+      fetch(base + "/state", { cache: "no-store" }).then(function (r) {
+        if (r.status === 410 || r.status === 404) {
+          say(presenter ? "ws-sync" : "ws-where", "This workshop has ended; the scene stays open to explore.");
+        } else { setTimeout(connect, 2000); }
+      }, function () { setTimeout(connect, 2000); });
     };
   }
 
