@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import signal
-import threading
 import time
 
 import httpx
@@ -21,6 +20,7 @@ import httpx
 from app.main import create_app
 from app.settings import Settings
 from app.workers import affinity_key, rank
+from tests.support.loops import run_in_own_loop
 
 EVENTUALLY_S = 30.0  # generous bound for "eventually"; never a performance assertion
 
@@ -40,24 +40,6 @@ async def pooled(**settings):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGCONT)
         await pool.stop()
-
-
-def run_in_own_loop(coroutine) -> None:
-    """asyncio.run in a thread of its own: in the whole suite the browser tests (Playwright's sync
-    API) leave an event loop running in the main thread, where asyncio.run refuses to start."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            asyncio.run(coroutine)
-        except BaseException as exc:  # re-raised in the test's thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
 
 
 async def eventually(predicate, what: str) -> None:

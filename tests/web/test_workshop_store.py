@@ -22,6 +22,7 @@ import pytest
 from app.settings import Settings
 from app.workshops.routes import Workshops, _stream
 from app.workshops.store import PostgresStore, SqliteStore, Workshop
+from tests.support.loops import run_in_own_loop
 
 GUARD_S = 10.0  # a hang guard only: every await here completes in milliseconds
 
@@ -55,7 +56,7 @@ def run(make_store, body):
         finally:
             await store.close()
 
-    return asyncio.run(main())
+    return run_in_own_loop(main())
 
 
 def workshop(code, *, now=1000.0, ttl=3600.0, url="/scenes/04?step=0"):
@@ -219,7 +220,7 @@ def run_workshops(tmp_path, body):
         finally:
             await ws.stop()
 
-    asyncio.run(main())
+    run_in_own_loop(main())
 
 
 async def three_states(ws, code="AAAAAA"):
