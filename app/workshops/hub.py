@@ -26,7 +26,7 @@ log = logging.getLogger("app.workshops")
 
 HEARTBEAT_S = 5.0  # how often open streams are marked seen
 PRESENT_WINDOW_S = 3 * HEARTBEAT_S  # a stream not seen for this long no longer counts
-SQLITE_POLL_S = 0.25  # how often SQLite's sequence numbers are read for other processes' events
+SQLITE_POLL_S = 0.1  # how often SQLite's sequence numbers are read for other processes' events
 QUEUE_MAX = 256
 
 
