@@ -189,8 +189,16 @@
     source.addEventListener("poll", function (event) {
       var data = JSON.parse(event.data);
       lastSeq = Math.max(lastSeq, data.seq || 0);
+      var shown = byId("ws-poll");
+      var had = shown && !shown.hidden;
       refreshPoll(!presenter && data.action !== "close" && data.action !== "hide");
-      if (data.action === "hide") { showViewer(); }
+      if (data.action === "hide") {
+        showViewer();
+        if (had && !presenter) {  // say why it went, for a moment
+          say("ws-where", "The presenter closed the poll.");
+          setTimeout(showWhere, 6000);
+        }
+      }
     });
     source.addEventListener("room", function (event) {
       var room = JSON.parse(event.data);
