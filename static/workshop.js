@@ -50,6 +50,7 @@
     var url = d.xhr.getResponseHeader("HX-Replace-Url") || d.xhr.getResponseHeader("HX-Push-Url");
     if (!url || !sceneOf(url)) { return; }
     sceneUrl = url;
+    if (!presenter && !following) { window.history.replaceState(null, "", base + "?at=" + encodeURIComponent(url)); }
     var synced = d.requestConfig && d.requestConfig.headers && d.requestConfig.headers[SYNC];
     if (presenter && !synced) {
       publish(url);
@@ -146,7 +147,11 @@
     fetch(base + "/mode", { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" },
       body: "detached=" + (follow ? "0" : "1") }).catch(function () {});
   }
-  function detach() { if (following) { setMode(false); } }
+  function detach() {
+    if (!following) { return; }
+    setMode(false);
+    window.history.replaceState(null, "", base + "?at=" + encodeURIComponent(sceneUrl));
+  }
   function catchUp() {
     fetch(base + "/state", { cache: "no-store" })
       .then(function (r) { return r.json(); })
@@ -164,7 +169,8 @@
     fetch(base + "/state", { cache: "no-store" })
       .then(function (r) { return r.json(); })
       .then(function (data) {
-        if (sceneOf(data.url) !== sceneOf(sceneUrl) || window.location.search) { window.location.assign(base); return; }
+        if (sceneOf(data.url) !== sceneOf(sceneUrl)) { window.location.assign(base); return; }
+        window.history.replaceState(null, "", base);
         apply(data.url);
       })
       .catch(function () { say("ws-where", "Could not reach the workshop; trying again shortly."); });
@@ -183,7 +189,7 @@
       var newBeat = beatOf(data.url) !== beatOf(sceneUrl);
       latest = data.url;
       if (presenter || following) { apply(data.url); }
-      if (newBeat) { showViewer(); }
+      if (newBeat || !pollNeedsMe()) { showViewer(); }
       showWhere();
     });
     source.addEventListener("poll", function (event) {
@@ -233,10 +239,23 @@
     var fresh = holder.querySelector("#ws-poll");
     if (!fresh) { return; }
     old.replaceWith(fresh);
+    pollState();
     if (reveal && !fresh.hidden) {
       var rect = fresh.getBoundingClientRect();
       if (rect.top > window.innerHeight || rect.bottom < 0) { fresh.scrollIntoView({ block: "nearest" }); }
     }
+  }
+  // while a poll waits for its reveal, what would give its answer away stays hidden (app.css)
+  function pollState() {
+    var poll = byId("ws-poll");
+    var status = poll ? poll.getAttribute("data-status") : "none";
+    document.body.classList.toggle("ws-poll-open", status === "open" || status === "closed");
+  }
+  // a following participant keeps the poll in view only while it waits for their answer
+  function pollNeedsMe() {
+    var poll = byId("ws-poll");
+    return !!(poll && !poll.hidden && poll.querySelector("form[data-ws-answer]") &&
+      !poll.querySelector("form[data-ws-answer] [aria-current]"));
   }
   function refreshPoll(reveal) {
     var headers = presenter ? { "X-Presenter-Token": token } : {};
@@ -352,20 +371,15 @@
     var button = byId("ws-notes-toggle");
     if (button) { button.setAttribute("aria-expanded", show ? "true" : "false"); }
   }
-  function toggleNotes() {
-    var show = !document.body.classList.contains("ws-notes-open");
-    setNotes(show);
-    remember("notes", show ? "shown" : "hidden");
-  }
+  function toggleNotes() { setNotes(!document.body.classList.contains("ws-notes-open")); }
   if (presenter) {
     if (recall("join") === "hidden") { setJoinCard(false); }
-    setNotes(recall("notes") === "shown");
   }
   function toggleBigJoin() {
     var big = byId("ws-join-big");
     if (big) { big.hidden = !big.hidden; }
   }
-  var CLICKER = { PageDown: 1, PageUp: 1, b: 1, B: 1, ".": 1, q: 1, Q: 1, j: 1, J: 1, n: 1, N: 1,
+  var CLICKER = { PageDown: 1, PageUp: 1, b: 1, B: 1, ".": 1, q: 1, Q: 1, j: 1, J: 1, s: 1, S: 1,
     r: 1, R: 1, h: 1, H: 1, Escape: 1 };
   function closeOverlays() {
     var open = false;
@@ -394,7 +408,7 @@
     if ((key === "PageDown" || key === "PageUp" || key === "Escape") && closeOverlays()) { return; }
     if (key === "PageDown") { press(["step-forward", "caption-next"]); }
     else if (key === "PageUp") { press(["step-back", "beat-prev"]); }
-    else if (key === "n" || key === "N") { toggleNotes(); }
+    else if (key === "s" || key === "S") { toggleNotes(); }
     else if (key === "r" || key === "R") { if (byId("ws-poll-reveal")) { pollAction("reveal"); } }
     else if (key === "h" || key === "H") { if (byId("ws-poll-hide")) { pollAction("hide"); } }
     else if (key === "b" || key === "B") { press(["beat-next"]); }
@@ -413,6 +427,7 @@
   window.addEventListener("resize", measureBar);
   measureBar();
 
+  pollState();
   connect();
   showWhere();
 })();

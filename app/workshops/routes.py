@@ -479,12 +479,17 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         if at.url == found.state_url:
             return JSONResponse({"seq": found.seq, "url": at.url, "changed": False})
         seq = await ws.store.publish(found.code, "state", at.event(), state_url=at.url)
-        if found.poll_id is not None:  # a poll belongs to its beat: moving on takes it off the screens
+        if found.poll_id is not None:
+            # a poll belongs to its beat: moving on takes it off the screens; and it asks for a
+            # prediction, so a step within the beat (the room sees what happens) ends the answers
             poll = await ws.store.get_poll(found.poll_id)
             elsewhere = poll is not None and (poll.scene, poll.beat) != (at.scene_id, at.beat)
             if elsewhere and poll.status != "hidden":
                 await ws.store.set_poll_status(poll.id, "hidden")
                 seq = await ws.store.publish(found.code, "poll", {"poll": poll.id, "action": "hide"})
+            elif poll is not None and poll.status == "open":
+                await ws.store.set_poll_status(poll.id, "closed")
+                seq = await ws.store.publish(found.code, "poll", {"poll": poll.id, "action": "close"})
         await ws.hub.wake(found.code, seq)
         return JSONResponse({"seq": seq, "url": at.url, "changed": True})
 

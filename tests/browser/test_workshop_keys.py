@@ -109,13 +109,13 @@ def test_r_reveals_and_h_hides_the_poll_everywhere(room: Room):
         expect(page.locator("#ws-poll")).to_be_hidden()
 
 
-def test_notes_open_on_n_and_in_their_own_window(room: Room):
+def test_notes_open_on_s_and_in_their_own_window(room: Room):
     presenter = room.presenter
     notes = presenter.locator("#ws-notes")
     expect(notes).to_be_hidden()  # the projected page keeps them to itself
-    presenter.keyboard.press("n")
+    presenter.keyboard.press("s")
     expect(notes).to_be_visible()
-    presenter.keyboard.press("n")
+    presenter.keyboard.press("s")
     expect(notes).to_be_hidden()
     window = presenter.context.new_page()
     origin = "/".join(presenter.url.split("/")[:3])
@@ -194,7 +194,9 @@ def test_the_phone_bar_sticks_to_the_top_while_scrolling(room: Room):
     expect(room.presenter.locator("#ws-detached")).to_have_text("1")
 
 
-def test_a_reload_after_exploring_follows_again(room: Room):
+def test_a_reload_while_exploring_keeps_exploring_and_f_follows_again(room: Room):
+    """An explorer's page address names where they are (/w/CODE?at=...), so a reload keeps what
+    they explored, and the presenter keeps counting them as exploring; F brings them back."""
     presenter, laptop, phone = room.presenter, room.laptop, room.phone
     expect(presenter.locator("#ws-connected")).to_have_text("2")
     laptop.click("#ws-detach")
@@ -202,16 +204,27 @@ def test_a_reload_after_exploring_follows_again(room: Room):
     before = step_count(phone).inner_text()
     phone.locator("#step-forward").tap()  # the phone explores by stepping on its own
     expect(step_count(phone)).not_to_have_text(before)
+    explored = step_count(phone).inner_text()
     expect(phone.locator("#ws-mode")).to_contain_text("Exploring on your own")
     expect(presenter.locator("#ws-detached")).to_have_text("2")
     for page in room.participants:
-        assert page.url == room.join_url, page.url  # a reload reopens the workshop, not the scene
+        assert page.url.startswith(room.join_url + "?at="), page.url
         page.reload()
-        expect(page.locator("#ws-mode")).to_contain_text("Following the presenter")
-        expect(page.locator("#ws-detach")).to_be_visible()
-        expect(page.locator("#ws-follow")).to_be_hidden()
-    expect(presenter.locator("#ws-detached")).to_have_text("0")
+        expect(page.locator("#ws-mode")).to_contain_text("Exploring on your own")
+        expect(page.locator("#ws-follow")).to_be_visible()
+    expect(step_count(phone)).to_contain_text(explored)
+    expect(presenter.locator("#ws-detached")).to_have_text("2")
     expect(presenter.locator("#ws-connected")).to_have_text("2")
+    laptop.keyboard.press("f")
+    phone.locator("#ws-follow").tap()
+    for page in room.participants:
+        expect(page.locator("#ws-mode")).to_contain_text("Following the presenter")
+        expect_same_state(page, presenter)
+        assert page.url == room.join_url, page.url  # following again: the plain workshop address
+    expect(presenter.locator("#ws-detached")).to_have_text("0")
+    # a reload while following follows
+    laptop.reload()
+    expect(laptop.locator("#ws-mode")).to_contain_text("Following the presenter")
     step_presenter(presenter)
     for page in room.participants:
         expect_same_state(page, presenter)

@@ -494,12 +494,19 @@ def publish_state(client, code, token, url):
     return r.json()
 
 
-def test_a_poll_stays_for_another_step_of_its_beat(client):
+def test_a_poll_stays_for_another_step_of_its_beat_but_takes_no_more_answers(client):
     code, token = start_poll(client)
     question = " ".join(PREDICT_BEAT.predict.question.split())
     publish_state(client, code, token, f"/scenes/{SCENE}?beat={PREDICT_BEAT.id}&step=2")
-    assert question in words(participant_poll(client, code))
-    assert [e.data["action"] for e in events(client, code) if e.kind == "poll"] == ["open"]
+    panel = participant_poll(client, code)
+    assert question in words(panel)
+    # it asked for a prediction: once the room has seen a step, the answers are in
+    assert "<button" not in panel and 'data-status="closed"' in panel
+    assert [e.data["action"] for e in events(client, code) if e.kind == "poll"] == ["open", "close"]
+    assert client.post(f"/w/{code}/answer", data={"choice": "A"}).status_code == 409
+    # another step closes nothing more
+    publish_state(client, code, token, f"/scenes/{SCENE}?beat={PREDICT_BEAT.id}&step=3")
+    assert [e.data["action"] for e in events(client, code) if e.kind == "poll"] == ["open", "close"]
     # the presenter still sees its panel too
     presenter = poll_section(client.get(f"/w/{code}/poll", headers={"X-Presenter-Token": token}).text)
     assert question in words(presenter)
@@ -586,3 +593,31 @@ def test_the_presenter_page_warns_when_the_join_address_is_localhost(tmp_path):
     _, _, page = presenter_bar_of("http://localhost:8000", tmp_path)
     assert "opens only on this computer" in words(ws_bar(page))
     assert "http://localhost:8000/w opens only on this computer" in words(ws_bar(page))
+
+
+def body_classes(html: str) -> set[str]:
+    m = re.search(r'<body class="([^"]*)"', html)
+    assert m, "no body class"
+    return set(m.group(1).split())
+
+
+def test_a_waiting_poll_hides_what_would_give_its_answer_away(client):
+    """While a poll waits for its reveal the page says so (body class ws-poll-open), which keeps
+    the beat's story, the page's own predict widget and the projected notes out of sight
+    (static/app.css); the reveal lifts it."""
+    code, token = start_poll(client)
+    assert "ws-poll-open" in body_classes(client.get(f"/w/{code}").text)
+    presenter_path = f"/w/{code}/present/{token}"
+    assert "ws-poll-open" in body_classes(client.get(presenter_path).text)
+    r = client.post(f"/w/{code}/poll", data={"action": "reveal"}, headers={"X-Presenter-Token": token})
+    assert r.status_code == 200
+    assert "ws-poll-open" not in body_classes(client.get(f"/w/{code}").text)
+
+
+def test_the_presenters_notes_window_is_the_presenter_page_in_its_notes_view(client):
+    code, token, path = create(client)
+    notes = client.get(path, params={"view": "notes"})
+    assert notes.status_code == 200 and "ws-notes-view" in body_classes(notes.text)
+    assert 'id="ws-notes"' in notes.text
+    assert "ws-notes-view" not in body_classes(client.get(path, params={"view": "other"}).text)
+    assert client.get(f"/w/{code}/present/wrong", params={"view": "notes"}).status_code == 403
