@@ -177,7 +177,9 @@ class GZip:
 class ForwardedFromTrustedProxy:
     """Pure ASGI middleware: behind a configured reverse proxy, take the scheme and host the
     client used from X-Forwarded-Proto / X-Forwarded-Host, so absolute URLs (share links, embed
-    codes) match what the visitor sees. Requests from any other address keep their own values."""
+    codes) match what the visitor sees, and the client's address from X-Forwarded-For (its last
+    entry: the one the trusted proxy itself added), so per-address limits (workshop joins) count
+    visitors, not the proxy. Requests from any other address keep their own values."""
 
     HOST_RE = re.compile(r"^[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
 
@@ -204,6 +206,9 @@ class ForwardedFromTrustedProxy:
                 scope["scheme"] = proto.decode()
             if host and self.HOST_RE.match(host.decode("latin-1")):
                 scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"host"] + [(b"host", host)]
+            peer = headers.get(b"x-forwarded-for", b"").split(b",")[-1].strip().decode("latin-1")
+            with contextlib.suppress(ValueError):
+                scope["client"] = (str(ipaddress.ip_address(peer)), 0)
         await self.app(scope, receive, send)
 
 

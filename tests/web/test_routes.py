@@ -7,7 +7,10 @@ import json
 import re
 
 import pytest
+from fastapi import Request
+from fastapi.testclient import TestClient
 
+from app.main import create_app
 from app.settings import Settings
 from app.state import parse_state
 from tests.web.conftest import HTMX, button_url
@@ -441,11 +444,6 @@ def test_an_unexpected_error_is_a_friendly_500_with_the_security_headers(client,
 
 
 def test_share_urls_follow_a_trusted_proxys_forwarded_scheme_and_host():
-    from fastapi.testclient import TestClient
-
-    from app.main import create_app
-    from app.settings import Settings
-
     forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "kafka.example.org"}
     # with no trusted proxy the headers are ignored; from a trusted address they are believed
     untrusted = TestClient(create_app(Settings()))
@@ -465,3 +463,22 @@ def test_settings_read_trusted_proxies_from_the_environment():
     env = {"BUILD_KAFKA_TRUSTED_PROXIES": " 127.0.0.1, 10.0.0.0/8 ,"}
     assert Settings.from_env(env).trusted_proxies == ("127.0.0.1", "10.0.0.0/8")
     assert Settings.from_env({}).trusted_proxies == ()
+
+
+def test_a_trusted_proxys_forwarded_for_is_the_client_address():
+    """Per-address limits (workshop joins and unknown codes) count the visitor behind a trusted
+    proxy, from the last X-Forwarded-For entry (the one the proxy added); an untrusted peer's
+    header is ignored, and a malformed one leaves the peer's address."""
+    seen: list[str] = []
+    app = create_app(Settings(trusted_proxies=("127.0.0.0/8",)))
+
+    @app.get("/_peer")
+    def peer(request: Request):
+        seen.append(request.client.host)
+        return {}
+
+    trusted = TestClient(app, client=("127.0.0.1", 5555))
+    trusted.get("/_peer", headers={"X-Forwarded-For": "198.51.100.7, 203.0.113.9"})
+    trusted.get("/_peer", headers={"X-Forwarded-For": "not an address"})
+    TestClient(app, client=("192.0.2.1", 5555)).get("/_peer", headers={"X-Forwarded-For": "203.0.113.9"})
+    assert seen == ["203.0.113.9", "127.0.0.1", "192.0.2.1"]
