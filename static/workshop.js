@@ -206,6 +206,10 @@
         }
       }
     });
+    source.addEventListener("end", function () {
+      source.close();
+      ended();
+    });
     source.addEventListener("room", function (event) {
       var room = JSON.parse(event.data);
       say("ws-connected", String(room.connected));
@@ -223,11 +227,19 @@
       if (source.readyState !== EventSource.CLOSED) { return; }  // the browser reconnects by itself
       // the server refused the stream: an ended workshop stays ended; anything else, try again
       fetch(base + "/state", { cache: "no-store" }).then(function (r) {
-        if (r.status === 410 || r.status === 404) {
-          say(presenter ? "ws-sync" : "ws-where", "This workshop has ended; the scene stays open to explore.");
-        } else { setTimeout(connect, 2000); }
+        if (r.status === 410 || r.status === 404) { ended(); } else { setTimeout(connect, 2000); }
       }, function () { setTimeout(connect, 2000); });
     };
+  }
+
+  // the workshop is over: the page stays, a scene to explore on one's own
+  function ended() {
+    following = false;
+    bar.classList.add("ended");
+    var mode = byId("ws-mode");
+    if (mode) { mode.innerHTML = "<strong>The workshop has ended.</strong><span class=\"ws-more\"> This scene stays open to explore.</span>"; }
+    ["ws-follow", "ws-detach"].forEach(function (id) { var b = byId(id); if (b) { b.hidden = true; } });
+    say(presenter ? "ws-sync" : "ws-where", presenter ? "The workshop has ended." : "");
   }
 
   // -- polls --------------------------------------------------------------------------------
@@ -310,6 +322,11 @@
     if (target.closest("#ws-follow")) { follow(); return; }
     if (target.closest("#ws-join-toggle")) { toggleJoinCard(); return; }
     if (target.closest("#ws-notes-toggle")) { toggleNotes(); return; }
+    if (target.closest("#ws-end") && window.confirm("End the workshop for everyone? Its code stops working.")) {
+      fetch(base + "/end", { method: "POST", headers: controlHeaders(false), body: "" })
+        .then(function (r) { if (r.ok) { ended(); } else { say("ws-sync", "The workshop could not be ended."); } });
+      return;
+    }
     if (target.closest("#ws-join-big-open")) { toggleBigJoin(); return; }
     var away = presenter && target.closest("a[href^='/']:not([href^='/scenes/']):not([href^='/w/'])");
     if (away && !event.defaultPrevented && !away.target) {

@@ -522,6 +522,20 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         await ws.hub.wake(found.code, seq)
         return await poll_fragment(request, found.code, presenter=True)
 
+    @app.post("/w/{code}/end")
+    async def end_workshop(request: Request, code: str):
+        found = await find(request, code)
+        if isinstance(found, Response):
+            return found
+        form = await _small_form(request, settings) or {}
+        if not presenter_ok(request, found, form.get("token")):
+            return forbidden(request)
+        # the room hears it first (an ended workshop's streams are refused), then the code expires
+        seq = await ws.store.publish(found.code, "end", {})
+        await ws.hub.wake(found.code, seq)
+        await ws.store.end(found.code, time.time())
+        return JSONResponse({"ended": True, "seq": seq})
+
     @app.get("/w/{code}/poll")
     async def poll_panel(request: Request, code: str):
         found = await find(request, code)
@@ -644,6 +658,8 @@ async def _stream(ws: Workshops, code: str, pid: str | None, since: int, *, pres
         for event in await store.events_after(code, sent):
             yield _sse(event)
             sent = event.seq
+            if event.kind == "end":
+                return
         while True:
             if presenter and time.monotonic() >= next_room:
                 room = await store.room(code, time.time() - PRESENT_WINDOW_S, NAMES_SHOWN)
@@ -684,6 +700,8 @@ async def _stream(ws: Workshops, code: str, pid: str | None, since: int, *, pres
                 continue
             yield _sse(event)
             sent = event.seq
+            if event.kind == "end":  # the presenter ended the workshop: nothing more will come
+                return
     finally:
         with contextlib.suppress(Exception):
             await hub.unsubscribe(sub)

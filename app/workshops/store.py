@@ -222,6 +222,11 @@ class Store:
         rows = await self._exec(sql, (code,))
         return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
+    async def end(self, code: str, now: float) -> None:
+        """The presenter ended the workshop: its code expires now."""
+        sql = self._sql("UPDATE workshops SET expires_at = %s WHERE code = %s")
+        await self._exec(sql, (now, code))
+
     async def sequences(self, codes: list[str]) -> dict[str, int]:
         if not codes:
             return {}

@@ -228,3 +228,15 @@ def test_a_reload_while_exploring_keeps_exploring_and_f_follows_again(room: Room
     step_presenter(presenter)
     for page in room.participants:
         expect_same_state(page, presenter)
+
+
+def test_ending_the_workshop_tells_every_page_and_leaves_the_scene(room: Room):
+    presenter = room.presenter
+    presenter.once("dialog", lambda dialog: dialog.accept())
+    presenter.click("#ws-end")
+    expect(presenter.locator("#ws-sync")).to_have_text("The workshop has ended.")
+    for page in room.participants:
+        expect(page.locator("#ws-mode")).to_contain_text("The workshop has ended.")
+        expect(page.locator("#ws-follow")).to_be_hidden()
+        expect(page.locator("#ws-detach")).to_be_hidden()
+        expect(page.locator("#diagram")).to_be_visible()  # the scene stays, to explore alone

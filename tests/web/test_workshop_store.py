@@ -307,3 +307,32 @@ def test_the_presenters_stream_gets_room_events_as_json(tmp_path):
             await participant.aclose()
 
     run_workshops(tmp_path, body)
+
+
+def test_a_stream_ends_after_the_end_event_live_or_replayed(tmp_path):
+    async def body(ws):
+        code = await three_states(ws)
+        live = _stream(ws, code, "p1", 3, presenter=False)
+        try:
+            assert (await next_event(live)).comment == "hello"
+            waiting = asyncio.ensure_future(next_event(live))
+            await asyncio.sleep(0)
+            seq = await ws.store.publish(code, "end", {})
+            await ws.hub.wake(code, seq)
+            assert (await waiting).event == "end"
+            with pytest.raises(StopAsyncIteration):
+                await next_event(live)
+        finally:
+            await live.aclose()
+        # a stream that reconnects after it (from 2) replays up to the end, and stops there
+        replay = _stream(ws, code, "p1", 2, presenter=False)
+        try:
+            kinds = [(await next_event(replay)).comment]
+            kinds += [(await next_event(replay)).event for _ in range(2)]
+            assert kinds == ["hello", "state", "end"]
+            with pytest.raises(StopAsyncIteration):
+                await next_event(replay)
+        finally:
+            await replay.aclose()
+
+    run_workshops(tmp_path, body)

@@ -621,3 +621,16 @@ def test_the_presenters_notes_window_is_the_presenter_page_in_its_notes_view(cli
     assert 'id="ws-notes"' in notes.text
     assert "ws-notes-view" not in body_classes(client.get(path, params={"view": "other"}).text)
     assert client.get(f"/w/{code}/present/wrong", params={"view": "notes"}).status_code == 403
+
+
+def test_the_presenter_ends_the_workshop_for_everyone(client):
+    code, token, path = create(client)
+    assert client.get(f"/w/{code}").status_code == 200  # a participant (the client's cookie)
+    assert client.post(f"/w/{code}/end").status_code == 403
+    assert client.post(f"/w/{code}/end", headers={"X-Presenter-Token": "wrong"}).status_code == 403
+    r = client.post(f"/w/{code}/end", headers={"X-Presenter-Token": token})
+    assert r.status_code == 200 and r.json()["ended"] is True
+    # the room heard it (the streams end on it), and the code no longer works
+    assert events(client, code)[-1].kind == "end"
+    for address in (f"/w/{code}", path, f"/w/{code}/events", f"/w/{code}/state"):
+        assert client.get(address).status_code == 410, address
