@@ -17,6 +17,8 @@
   var sceneUrl = bar.getAttribute("data-scene-url");  // the scene state this page shows now
   var following = bar.getAttribute("data-following") === "1";
   var base = "/w/" + code;
+  // the presenter's page, or its notes window (?view=notes), as it was opened: a scene change reloads it
+  var ownPage = window.location.pathname + window.location.search;
   var SYNC = "X-Workshop-Sync";
 
   function sceneOf(url) { var m = /^\/scenes\/([^/?#]+)/.exec(url || ""); return m ? m[1] : null; }
@@ -88,7 +90,7 @@
   function apply(url) {
     if (!url || url === sceneUrl) { return; }
     if (sceneOf(url) !== sceneOf(sceneUrl)) {  // another scene: its whole page
-      window.location.assign(presenter ? window.location.pathname : base);
+      window.location.assign(presenter ? ownPage : base);
       return;
     }
     if (syncing) { pending = url; return; }
@@ -112,6 +114,10 @@
   }
 
   var presenterAt = null;
+  var beatText = "";  // "beat 2 of 5: its title", where the presenter is
+  function showBeat() {
+    document.querySelectorAll(".ws-beat").forEach(function (el) { el.textContent = beatText; });
+  }
   var presenterBeat = "";
   var narrow = window.matchMedia("(max-width: 640px)");
   function showWhere() {
@@ -137,9 +143,10 @@
     var mode = byId("ws-mode");
     if (mode) {
       mode.innerHTML = follow
-        ? "<strong>Following the presenter</strong><span class=\"ws-more\">: your screen moves when theirs does.</span>"
+        ? "<strong>Following the presenter</strong><span class=\"ws-more ws-beat-wrap\"> · <span class=\"ws-beat\"></span></span>"
         : "<strong>Exploring on your own</strong><span class=\"ws-more\">: the presenter goes on without you.</span>";
     }
+    if (follow && beatText) { showBeat(); }
     bar.classList.toggle("following", follow);
     bar.classList.toggle("exploring", !follow);
     document.body.classList.toggle("ws-following", follow);
@@ -172,6 +179,7 @@
         if (sceneOf(data.url) !== sceneOf(sceneUrl)) { window.location.assign(base); return; }
         window.history.replaceState(null, "", base);
         apply(data.url);
+        showViewer();
       })
       .catch(function () { say("ws-where", "Could not reach the workshop; trying again shortly."); });
   }
@@ -186,6 +194,8 @@
       lastSeq = Math.max(lastSeq, data.seq || 0);
       presenterAt = data.label || null;
       presenterBeat = data.title || "";
+      beatText = (data.label || "").replace(/^scene \S+, /, "") + (data.title ? ": " + data.title : "");
+      if (following || presenter) { showBeat(); }
       var newBeat = beatOf(data.url) !== beatOf(sceneUrl);
       latest = data.url;
       if (presenter || following) { apply(data.url); }
@@ -240,6 +250,8 @@
     if (mode) { mode.innerHTML = "<strong>The workshop has ended.</strong><span class=\"ws-more\"> This scene stays open to explore.</span>"; }
     ["ws-follow", "ws-detach"].forEach(function (id) { var b = byId(id); if (b) { b.hidden = true; } });
     say(presenter ? "ws-sync" : "ws-where", presenter ? "The workshop has ended." : "");
+    say("ws-count", "The workshop has ended: the room's pages keep their scene to explore alone.");
+    document.body.classList.add("ws-ended");
   }
 
   // -- polls --------------------------------------------------------------------------------
@@ -304,7 +316,7 @@
     } else if (form.id === "ws-scene-pick") {
       event.preventDefault();
       var pick = form.querySelector("select");
-      if (pick) { publish("/scenes/" + pick.value, function () { window.location.assign(window.location.pathname); }); }
+      if (pick) { publish("/scenes/" + pick.value, function () { window.location.assign(ownPage); }); }
     } else if (form.id === "ws-name-form") {
       event.preventDefault();
       fetch(form.action, { method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" },
@@ -341,7 +353,7 @@
     event.preventDefault();
     var href = link.getAttribute("href");
     if (presenter) {
-      publish(href, function () { window.location.assign(window.location.pathname); });
+      publish(href, function () { window.location.assign(ownPage); });
     } else {
       detach();
       window.location.assign(base + "?at=" + encodeURIComponent(href));
@@ -388,7 +400,15 @@
     var button = byId("ws-notes-toggle");
     if (button) { button.setAttribute("aria-expanded", show ? "true" : "false"); }
   }
-  function toggleNotes() { setNotes(!document.body.classList.contains("ws-notes-open")); }
+  function toggleNotes() {
+    setNotes(!document.body.classList.contains("ws-notes-open"));
+    if (document.body.classList.contains("ws-poll-open")) { say("ws-sync", "The notes stay hidden until the poll's answer is revealed."); }
+  }
+  // the notes belong on the presenter's own screen, not the projected one
+  function openNotesWindow() {
+    var link = byId("ws-notes-window");
+    if (link) { window.open(link.getAttribute("href"), link.getAttribute("target") || "_blank"); }
+  }
   if (presenter) {
     if (recall("join") === "hidden") { setJoinCard(false); }
   }
@@ -425,7 +445,7 @@
     if ((key === "PageDown" || key === "PageUp" || key === "Escape") && closeOverlays()) { return; }
     if (key === "PageDown") { press(["step-forward", "caption-next"]); }
     else if (key === "PageUp") { press(["step-back", "beat-prev"]); }
-    else if (key === "s" || key === "S") { toggleNotes(); }
+    else if (key === "s" || key === "S") { openNotesWindow(); }
     else if (key === "r" || key === "R") { if (byId("ws-poll-reveal")) { pollAction("reveal"); } }
     else if (key === "h" || key === "H") { if (byId("ws-poll-hide")) { pollAction("hide"); } }
     else if (key === "b" || key === "B") { press(["beat-next"]); }

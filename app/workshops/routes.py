@@ -193,7 +193,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             if request.method != "GET" or request.url.path.count("/") > 2:
                 return error_page(request, 404, "No such workshop", reason)
             # the join page again, with the reason and the box to type the code once more
-            context = {"page_title": "No such workshop", "code_len": CODE_LEN, "error": reason}
+            context = {"page_title": "No such workshop", "code_len": CODE_LEN, "error": reason, "code": code}
             return render(request, "workshop_join.html", context, status=404)
         if workshop.expired(time.time()):
             return error_page(

@@ -165,9 +165,9 @@ def test_a_participant_explores_and_comes_back_with_f(room: Room):
 def test_poll_from_the_notes_to_the_room_and_the_reveal(room: Room):
     presenter = room.presenter
     notes = presenter.locator("#ws-notes")
-    # the projected page shows the notes only when asked (S), and their answer folded
+    # the projected page shows the notes only when asked, and their answer folded
     expect(notes).to_be_hidden()
-    presenter.keyboard.press("S")
+    presenter.click("#ws-notes-toggle")
     expect(notes).to_be_visible()
     notes.locator("details.ws-answer-note summary").click()
     answer = notes.locator("p strong", has_text="Answer:").inner_text()

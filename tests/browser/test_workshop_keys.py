@@ -109,23 +109,32 @@ def test_r_reveals_and_h_hides_the_poll_everywhere(room: Room):
         expect(page.locator("#ws-poll")).to_be_hidden()
 
 
-def test_notes_open_on_s_and_in_their_own_window(room: Room):
+def test_s_opens_the_notes_window_which_follows_and_keeps_its_view(room: Room):
+    """S opens the notes in a window for the presenter's own screen (the projected page keeps
+    them hidden unless "Notes on this page" is pressed); that window follows the presenter's
+    page, and stays a notes window when the scene changes."""
     presenter = room.presenter
     notes = presenter.locator("#ws-notes")
-    expect(notes).to_be_hidden()  # the projected page keeps them to itself
-    presenter.keyboard.press("s")
-    expect(notes).to_be_visible()
-    presenter.keyboard.press("s")
     expect(notes).to_be_hidden()
-    window = presenter.context.new_page()
-    origin = "/".join(presenter.url.split("/")[:3])
-    window.goto(origin + presenter.locator("#ws-notes-window").get_attribute("href"))
+    presenter.click("#ws-notes-toggle")
+    expect(notes).to_be_visible()
+    presenter.click("#ws-notes-toggle")
+    expect(notes).to_be_hidden()
+    with presenter.context.expect_page() as opened:
+        presenter.keyboard.press("s")
+    window = opened.value
     expect(window.locator("#ws-notes")).to_be_visible()
+    expect(notes).to_be_hidden()  # still not on the projected page
     title = beat_title(presenter).inner_text()
     presenter.keyboard.press("b")  # the notes window follows the presenter's page
     expect(beat_title(presenter)).not_to_have_text(title)
     now = beat_title(presenter).inner_text().split(" ", 4)[-1]  # "Beat 2 of 5 <title>": the title
     expect(window.locator("#ws-notes-h")).to_contain_text(now)
+    presenter.select_option("#ws-scene", "05")
+    presenter.click("#ws-scene-pick button")
+    expect(window.locator("h1")).to_contain_text("05")
+    assert "view=notes" in window.url
+    expect(window.locator("#ws-notes")).to_be_visible()
     window.close()
 
 
