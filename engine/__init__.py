@@ -104,8 +104,6 @@ def _refuse_unsimulated(cfg: Any) -> None:
             raise problem(f"actions[{i}].do", f"{a.do}: {later[a.do]} is not simulated yet")
         if a.do == "produce" and a.records is not None and None in a.records:
             raise problem(f"actions[{i}].records", "tombstones (null records) are not simulated yet")
-        if a.do == "produce" and a.lose_response:
-            raise problem(f"actions[{i}].lose_response", "a lost produce response is not simulated yet")
         if (
             a.do == "produce"
             and round_robin

@@ -217,6 +217,7 @@ class Batch:
         "pepoch",
         "session",
         "action",
+        "lose_response",
     )
 
     def __init__(
@@ -230,6 +231,8 @@ class Batch:
     ):
         self.session = session  # the producer process that sent it
         self.action: int | None = None  # the produce action's index in the scenario
+        # the scenario's `lose_response`: the leader's first answer to this batch never arrives
+        self.lose_response = False
         self.index = index
         self.records = records
         self.acks = acks

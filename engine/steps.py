@@ -159,6 +159,14 @@ STEP_KINDS: dict[str, StepKind] = {
         "an idempotent retry of a batch already in the log: the original "
         "offsets are returned, nothing new is appended",
     ),
+    "leader_response_lost": StepKind(
+        "operator",
+        "(lost response)",
+        "",
+        "",
+        "the leader handled the produce request, but its answer never reaches the producer, "
+        "which times out after request.timeout.ms and retries the same batch",
+    ),
     "leader_park_produce": StepKind(
         "broker",
         "ReplicaManager.appendRecords",

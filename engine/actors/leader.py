@@ -37,6 +37,19 @@ class LeaderRole:
         b = self.batches[idx]
         if b.acks == 0:
             return  # acks=0 gets no response (KA 709-728)
+        if b.lose_response:
+            # the scenario's lost response (kafka-eos-kraft A1): the leader has done its work, the
+            # answer never reaches the producer, which hears nothing until request.timeout.ms
+            b.lose_response = False
+            self.step(
+                "leader_response_lost",
+                f"broker-{bid}",
+                f"B{bid}'s answer for {_fmt_records(b.records)} is lost on the way: the producer hears "
+                f"nothing and times out after request.timeout.ms={b.session.config.request_timeout_ms}",
+                broker=bid,
+                produce=idx,
+            )
+            return
         self.send(bid, "producer", self._producer_response, (idx, attempt_id, error, offsets))
 
     def _reject_produce(self, bid: int, idx: int, attempt_id: int, kind: str, error: str, text: str) -> None:
