@@ -5,7 +5,9 @@ the response is lost, the request times out after request.timeout.ms (30 s) and 
 retries B0 unchanged. Idempotent: the leader finds (epoch 0, seq 0-4) among its last five batches
 and answers NONE with base offset 0: one copy, the callback reports offset 0 (§A.3). Not
 idempotent: the retry is appended at 5-9, two copies, the callback reports 5. The same row is in
-§A's table ("Batch written, ack lost, retried"). acks=0 has no response to lose (a problem).
+§A's table ("Batch written, ack lost, retried"). A5 ("the leader fails after writing"): the retry
+goes to the new leader, which built the producer's state as a follower. acks=0 has no response to
+lose (a problem).
 """
 
 from __future__ import annotations
@@ -79,3 +81,31 @@ def test_acks_0_has_no_response_to_lose():
             }
         )
     assert "lose_response" in str(err.value.to_json())
+
+
+def test_A5_the_leader_fails_after_writing_and_the_retry_to_the_new_leader_is_a_duplicate():
+    """§E.A A5: B0 is written on L1 and replicated to the ISR; L1 crashes before its answer
+    reaches the client (here: the answer is lost, then L1 crashes). The client retries to the new
+    leader L2, which built the producer's state as a follower: a duplicate, NONE with the original
+    offsets, one copy."""
+    r = simulate(
+        {
+            "topic": {"replication.factor": 3, "min.insync.replicas": 2},
+            "producers": [{"id": "app1", "acks": "all", "enable.idempotence": True}],
+            "consumers": [],
+            "actions": [
+                {"do": "produce", "producer": "app1", "records": RECORDS, "lose_response": True},
+                {"do": "advance", "ms": 200},
+                {"do": "crash", "broker": 1},
+                {"do": "settle"},
+            ],
+        },
+        steps=True,
+    )
+    part = r["partitions"][0]
+    assert part["leader"] != 1
+    assert [e["record"] for e in part["log"]] == RECORDS  # one copy
+    (p,) = r["produce"]
+    assert (p["outcome"], p["offsets"]) == ("acked", [0, 1, 2, 3, 4])
+    dedupe = next(s for s in r["steps"] if s["kind"] == "leader_dedupe_idempotent")
+    assert dedupe["text"].startswith(f"B{part['leader']} ")  # the new leader recognised it
