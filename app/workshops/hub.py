@@ -78,9 +78,10 @@ class Hub:
         subs = self.subs.get(sub.code)
         if subs is not None:
             subs.discard(sub)
-            if not subs:
+            if not subs:  # nothing of this workshop stays in this process
                 self.subs.pop(sub.code, None)
                 self.last.pop(sub.code, None)
+                self.locks.pop(sub.code, None)
         if sub.pid is not None and not any(s.pid == sub.pid for s in self.subs.get(sub.code, ())):
             with contextlib.suppress(Exception):  # the store may be closing with the server
                 await self.store.seen(sub.code, [sub.pid], 0.0)
@@ -91,9 +92,6 @@ class Hub:
         for sub in self.subs.get(code, ()):
             if sub.pid is None:
                 sub.presence.set()
-
-    def streams(self) -> int:
-        return sum(len(s) for s in self.subs.values())
 
     # -- waking ---------------------------------------------------------------------------------
     async def wake(self, code: str, seq: int | None = None) -> None:

@@ -71,6 +71,11 @@ LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")  # addresses no other device can
 PRIVATE_PARAMS = ("guess", "lock")
 
 
+def built_scenes() -> list[dict[str, str]]:
+    """The scenes a workshop can show: the create form's choices and the presenter's picker."""
+    return [{"id": s.id, "title": s.title} for s in scenes.list_scenes() if s.built]
+
+
 def normalize_code(raw: str) -> str:
     return re.sub(r"[\s-]", "", raw or "").upper()[: CODE_LEN + 4]
 
@@ -255,7 +260,6 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             "chart": poll_chart_svg(letters, tally, right=predict["right"] if revealed else None)
             if show_chart
             else None,
-            "beat_title": beat.title,
         }
 
     def workshop_context(
@@ -269,15 +273,13 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         name: str = "",
         view: str = "",
     ) -> dict[str, Any]:
-        join = join_url(request, row.code)
         base = str(request.base_url).rstrip("/")
+        join = f"{base}/w/{row.code}"
         host = (request.url.hostname or "").strip("[]")
         return {
             "join_root": f"{base}/w",
             "local_only": host in LOCAL_HOSTS,
-            "scenes": [{"id": s.id, "title": s.title} for s in scenes.list_scenes() if s.built]
-            if role == "presenter"
-            else [],
+            "scenes": built_scenes() if role == "presenter" else [],
             "name": name,
             "code": row.code,
             "title": row.title,
@@ -285,8 +287,6 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             "token": token,
             "seq": row.seq,
             "following": at is None,
-            "join_url": join,
-            "join_path": f"/w/{row.code}",
             "present_url": f"{base}/w/{row.code}/present/{token}" if token else None,
             "notes_path": f"/w/{row.code}/present/{token}?view=notes" if token else None,
             "view": view,
@@ -296,12 +296,16 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             "expires": time.strftime("%H:%M UTC", time.gmtime(row.expires_at)),
         }
 
-    def workshop_page(request: Request, workshop: Workshop, url: str, context: dict[str, Any]) -> Response:
-        at = check_scene_url(url)
-        query = urlsplit(at.url).query
+    def workshop_page(request: Request, url: str, context: dict[str, Any]) -> Response:
+        """The scene page of `url`, a scene URL check_scene_url already made canonical (the
+        workshop's stored state, or a participant's checked ?at=), with the workshop bar."""
+        parts = urlsplit(url)
+        scene_id = SCENE_PATH_RE.match(parts.path).group(1)
         # the same per-request budget as /scenes/ (this page renders here, not in an engine worker)
         with engine.budget(deadline_s=settings.run_deadline_s):
-            response = scene_response(request, at.scene_id, embed=False, query_string=query, workshop=context)
+            response = scene_response(
+                request, scene_id, embed=False, query_string=parts.query, workshop=context
+            )
         response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -309,9 +313,8 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
 
     @app.get("/workshops/new", response_class=HTMLResponse)
     async def new_workshop_form(request: Request):
-        choices = [{"id": s.id, "title": s.title, "track": s.track} for s in scenes.list_scenes() if s.built]
         return render(request, "workshop_new.html", {
-            "page_title": "Run a workshop", "scenes": choices,
+            "page_title": "Run a workshop", "scenes": built_scenes(),
             "ttl_h": round(settings.workshop_ttl_s / 3600, 1), "title_chars": settings.workshop_title_chars,
         })  # fmt: skip
 
@@ -389,7 +392,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         context = workshop_context(
             request, workshop, role="participant", token=None, at=at, poll=poll, name=name or ""
         )
-        response = workshop_page(request, workshop, url, context)
+        response = workshop_page(request, url, context)
         if not known:
             response.set_cookie(
                 PID_COOKIE, pid, max_age=2 * 24 * 3600, httponly=True, samesite="lax", path="/w"
@@ -420,7 +423,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         context = workshop_context(
             request, found, role="presenter", token=token, at=None, poll=poll, view=view
         )
-        response = workshop_page(request, found, found.state_url, context)
+        response = workshop_page(request, found.state_url, context)
         response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
@@ -443,14 +446,19 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
     # -- the stream -----------------------------------------------------------------------------
 
     @app.get("/w/{code}/events")
-    async def events(request: Request, code: str, after: int = 0, token: str = ""):
+    async def events(request: Request, code: str, after: int = 0):
+        """The presenter's stream names its token in the query (an EventSource sends no headers);
+        any other is a participant's, known by its cookie."""
         found = await find(request, code)
         if isinstance(found, Response):
             return found
-        presenter = bool(token) and hmac.compare_digest(token_hash(token), found.token_hash)
-        pid = None if presenter else pid_of(request)
-        if not presenter and (pid is None or not await ws.store.is_participant(found.code, pid)):
-            return error_page(request, 403, "Join first", "Open the workshop's page to join it.")
+        presenter = presenter_ok(request, found)
+        pid = None
+        if not presenter:
+            joined = await participant(request, code)
+            if isinstance(joined, Response):
+                return joined
+            found, pid = joined
         last = request.headers.get("Last-Event-ID", "")
         since = int(last) if last.isdigit() else max(0, after)
         return EventSourceResponse(
@@ -464,13 +472,11 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
 
     @app.post("/w/{code}/state")
     async def publish_state(request: Request, code: str):
-        found = await find(request, code)
-        if isinstance(found, Response):
-            return found
-        form = await _small_form(request, settings)
-        if not presenter_ok(request, found, (form or {}).get("token")):
-            return forbidden(request)
-        if form is None or "url" not in form:
+        control = await presenter_control(request, code)
+        if isinstance(control, Response):
+            return control
+        found, form = control
+        if "url" not in form:
             return error_page(request, 400, "Bad request", "Send the scene address as `url`.")
         wait = ws.limits.take("update", found.code, settings.workshop_updates_per_min)
         if wait:
@@ -478,29 +484,24 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         at = check_scene_url(form["url"])
         if at.url == found.state_url:
             return JSONResponse({"seq": found.seq, "url": at.url, "changed": False})
-        seq = await ws.store.publish(found.code, "state", at.event(), state_url=at.url)
+        seq = await announce(found.code, "state", at.event(), state_url=at.url)
         if found.poll_id is not None:
             # a poll belongs to its beat: moving on takes it off the screens; and it asks for a
             # prediction, so a step within the beat (the room sees what happens) ends the answers
             poll = await ws.store.get_poll(found.poll_id)
             elsewhere = poll is not None and (poll.scene, poll.beat) != (at.scene_id, at.beat)
             if elsewhere and poll.status != "hidden":
-                await ws.store.set_poll_status(poll.id, "hidden")
-                seq = await ws.store.publish(found.code, "poll", {"poll": poll.id, "action": "hide"})
+                seq = await change_poll(found.code, poll.id, "hide")
             elif poll is not None and poll.status == "open":
-                await ws.store.set_poll_status(poll.id, "closed")
-                seq = await ws.store.publish(found.code, "poll", {"poll": poll.id, "action": "close"})
-        await ws.hub.wake(found.code, seq)
+                seq = await change_poll(found.code, poll.id, "close")
         return JSONResponse({"seq": seq, "url": at.url, "changed": True})
 
     @app.post("/w/{code}/poll")
     async def poll_control(request: Request, code: str):
-        found = await find(request, code)
-        if isinstance(found, Response):
-            return found
-        form = await _small_form(request, settings) or {}
-        if not presenter_ok(request, found, form.get("token")):
-            return forbidden(request)
+        control = await presenter_control(request, code)
+        if isinstance(control, Response):
+            return control
+        found, form = control
         action = form.get("action", "open")
         now = time.time()
         if action == "open":
@@ -511,28 +512,23 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
                     request, 409, "No question here", "This beat has no predict question to poll."
                 )
             poll_id = await ws.store.open_poll(found.code, at.scene_id, at.beat, at.url, now)
+            await announce(found.code, "poll", {"poll": poll_id, "action": action}, poll_id=poll_id)
         elif action in POLL_STATUS and found.poll_id is not None:
-            poll_id = found.poll_id
-            await ws.store.set_poll_status(poll_id, POLL_STATUS[action])
+            await change_poll(found.code, found.poll_id, action)
         else:
             return error_page(
                 request, 400, "Bad request", "action is open, close, reveal or hide (with a poll open)."
             )
-        seq = await ws.store.publish(found.code, "poll", {"poll": poll_id, "action": action}, poll_id=poll_id)
-        await ws.hub.wake(found.code, seq)
         return await poll_fragment(request, found.code, presenter=True)
 
     @app.post("/w/{code}/end")
     async def end_workshop(request: Request, code: str):
-        found = await find(request, code)
-        if isinstance(found, Response):
-            return found
-        form = await _small_form(request, settings) or {}
-        if not presenter_ok(request, found, form.get("token")):
-            return forbidden(request)
+        control = await presenter_control(request, code)
+        if isinstance(control, Response):
+            return control
+        found, _ = control
         # the room hears it first (an ended workshop's streams are refused), then the code expires
-        seq = await ws.store.publish(found.code, "end", {})
-        await ws.hub.wake(found.code, seq)
+        seq = await announce(found.code, "end", {})
         await ws.store.end(found.code, time.time())
         return JSONResponse({"ended": True, "seq": seq})
 
@@ -555,6 +551,30 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         response = render(request, "_ws_poll.html", context)
         response.headers["Cache-Control"] = "no-store"
         return response
+
+    async def presenter_control(request: Request, code: str) -> tuple[Workshop, dict[str, str]] | Response:
+        """A presenter's POST: the workshop and the form, or the page that says why not (the
+        token in X-Presenter-Token, or a form field `token` for a page without script)."""
+        found = await find(request, code)
+        if isinstance(found, Response):
+            return found
+        form = await _small_form(request, settings)
+        if not presenter_ok(request, found, (form or {}).get("token")):
+            return forbidden(request)
+        if form is None:
+            return error_page(request, 413, "Too large", "The form is larger than a workshop control needs.")
+        return found, form
+
+    async def announce(code: str, kind: str, data: dict[str, Any], **changes: Any) -> int:
+        """Store an event for the room (store.publish) and hand it to this process's streams."""
+        seq = await ws.store.publish(code, kind, data, **changes)
+        await ws.hub.wake(code, seq)
+        return seq
+
+    async def change_poll(code: str, poll_id: int, action: str) -> int:
+        """Close, reveal or hide the poll, and tell the room."""
+        await ws.store.set_poll_status(poll_id, POLL_STATUS[action])
+        return await announce(code, "poll", {"poll": poll_id, "action": action})
 
     async def participant(request: Request, code: str) -> tuple[Workshop, str] | Response:
         """The workshop and this browser's participant id, or the page that says why not."""

@@ -256,8 +256,7 @@ class Store:
         return rows[0][0] if rows else None
 
     async def is_participant(self, code: str, pid: str) -> bool:
-        sql = self._sql("SELECT 1 FROM participants WHERE code = %s AND pid = %s")
-        return bool(await self._exec(sql, (code, pid)))
+        return await self.name_of(code, pid) is not None
 
     async def seen(self, code: str, pids: list[str], at: float) -> None:
         """Mark these participants' streams as open at `at` (0 marks them closed)."""

@@ -60,7 +60,7 @@ class ProducerRole:
             b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
         b.first_send = self.now
         b.action = self.action
-        b.lose_response = bool(getattr(action, "lose_response", False))
+        b.lose_response = action.lose_response
         b.deadline = self.now + pc.delivery_timeout_ms
         self.batches.append(b)
         self.senders.add(session)
