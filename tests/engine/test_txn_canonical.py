@@ -63,7 +63,10 @@ def call(do: str, producer: str = "app") -> dict:
     return {"do": do, "producer": producer}
 
 
-ASSIGN = [{"do": "assign", "consumer": "rc", "partitions": [0]}, {"do": "assign", "consumer": "ru", "partitions": [0]}]
+ASSIGN = [
+    {"do": "assign", "consumer": "rc", "partitions": [0]},
+    {"do": "assign", "consumer": "ru", "partitions": [0]},
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -93,7 +96,9 @@ def test_B1_init_gives_a_new_transactional_id_a_producer_id_and_epoch_0():
     r = run(B1[:1], partitions=2)
     assert r["producers"]["app"]["producer_id"] >= 0
     assert (r["producers"]["app"]["epoch"], r["producers"]["app"]["transaction_state"]) == (0, "Empty")
-    assert r["transactions"] == [{"producer": "app", "action": "init_transactions", "outcome": "ok", "error": None}]
+    assert r["transactions"] == [
+        {"producer": "app", "action": "init_transactions", "outcome": "ok", "error": None}
+    ]
 
 
 def test_B1_begin_sends_nothing_and_the_first_partition_starts_the_transaction():
