@@ -409,9 +409,7 @@ class Transactions:
                 self._fail(session, entry, "TimeoutException",
                            f"{session.id}.initTransactions() times out after max.block.ms={MAX_BLOCK_MS}")
                 return
-            backoff = pc.retry_backoff_ms
-            self.run_to(self.clock.now + backoff, stop=lambda: self.metas[tid].state not in PENDING)
-            self.run_to(self.clock.now + backoff)
+            self.run_to(self.clock.now + pc.retry_backoff_ms)
         meta = self.metas[tid]
         session.pid, session.epoch = meta.pid, meta.epoch
         ct.state, ct.error = "READY", None
@@ -434,7 +432,9 @@ class Transactions:
             return "CONCURRENT_TRANSACTIONS"
         if meta.state == "Ongoing":
             old = meta.epoch
-            self._fence_and_abort(meta, f"InitProducerId({tid!r}) from a new instance")
+            self._fence_and_abort(
+                meta, f"InitProducerId({tid!r}) from a new instance finds the transaction of {tid!r} Ongoing"
+            )
             self.step(
                 "txn_concurrent_transactions",
                 COORDINATOR,
@@ -470,9 +470,8 @@ class Transactions:
         self.step(
             kind,
             COORDINATOR,
-            f"{why}: the transaction of {meta.tid!r} is Ongoing, so the coordinator fences it: epoch "
-            f"{old} -> {meta.epoch} (PrepareEpochFence), then PrepareAbort; ABORT markers at epoch "
-            f"{meta.epoch} go to {parts}",
+            f"{why}: the coordinator fences it, epoch {old} -> {meta.epoch} (PrepareEpochFence), then "
+            f"PrepareAbort; ABORT markers at epoch {meta.epoch} go to {parts}",
             epoch=meta.epoch,
         )
         self._prepare(meta, "ABORT")

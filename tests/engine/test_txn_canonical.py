@@ -243,3 +243,175 @@ def test_a_transactional_producer_calls_in_kafkas_order(actions: list[dict], say
     with pytest.raises(ScenarioError) as err:
         run(actions)
     assert says in str(err.value.to_json())
+
+
+# ---------------------------------------------------------------------------------------------
+# B2: zombie fencing. Instance A of tx-A reaches epoch 3 the way a real one would (three earlier
+# processes, each initTransactions() bumping the epoch), opens a transaction with p0 records at
+# 0-4 (the reference's 100-104, shifted) and p1, and freezes; instance B calls initTransactions().
+
+TWO = [{"id": "A", "transactional.id": T}, {"id": "B", "transactional.id": T}]
+EPOCH_3 = [
+    a
+    for _ in range(3)
+    for a in (
+        call("init_transactions", "A"), {"do": "crash", "producer": "A"}, {"do": "restart", "producer": "A"}
+    )
+] + [call("init_transactions", "A")]
+B2_OPEN = [
+    *EPOCH_3,
+    call("begin_transaction", "A"),
+    send(["w0", "w1", "w2", "w3", "w4"], 0, "A"),
+    send(["x"], 1, "A"),
+    {"do": "settle"},
+]
+B2 = [*B2_OPEN, call("init_transactions", "B"), {"do": "settle"}]
+B2_CONSUMER = [{"id": "rc", **READ_COMMITTED}]
+
+
+def b2(*rest: dict) -> dict:
+    return run([*B2, *rest], partitions=3, producers=TWO, consumers=B2_CONSUMER)
+
+
+def test_B2_the_zombie_holds_epoch_3_with_an_ongoing_transaction():
+    r = run(B2_OPEN, partitions=3, producers=TWO, consumers=[])
+    a = r["producers"]["A"]
+    assert (a["epoch"], a["transaction_state"], a["fenced"]) == (3, "Ongoing", False)
+
+
+def test_B2_a_new_instance_fences_to_4_aborts_with_markers_at_epoch_4_and_gets_epoch_5():
+    r = b2({"do": "assign", "consumer": "rc", "partitions": [0]}, poll("rc"))
+    k = kinds(r)
+    assert "txn_fence_epoch" in k
+    # B is answered CONCURRENT_TRANSACTIONS first, and retries
+    assert k.index("txn_concurrent_transactions") < k.index("txn_complete") < len(k) - 1
+    assert log(r, 0)[5] == (5, None, "ABORT")
+    assert part(r, 0)["log"][5]["producer_epoch"] == 4
+    assert part(r, 1)["log"][1]["control"] == "ABORT" and part(r, 1)["log"][1]["producer_epoch"] == 4
+    a, b = r["producers"]["A"], r["producers"]["B"]
+    assert b["producer_id"] == a["producer_id"]  # the same producer id: only the epoch moves
+    assert (b["epoch"], b["transaction_state"], b["fenced"]) == (5, "Empty", False)
+    assert a["fenced"] is True
+    assert part(r, 0)["lso"] == 6  # past the ABORT marker at 5
+    assert polled(r, 0) == []  # read_committed skips 0-4 (and the marker)
+    assert r["consumers"]["rc"]["position"] == {"0": 6}
+
+
+def test_B2_the_zombies_send_gets_the_abortable_INVALID_PRODUCER_EPOCH_and_its_abort_PRODUCER_FENCED():
+    r = b2(
+        send(["late"], 0, "A"), {"do": "settle"}, call("abort_transaction", "A"), call("begin_transaction", "A")
+    )
+    late = next(p for p in r["produce"] if p["records"] == ["late"])
+    assert (late["outcome"], late["error"]) == ("failed", "INVALID_PRODUCER_EPOCH")
+    assert "leader_reject_invalid_epoch" in kinds(r)
+    assert all(e["record"] != "late" for e in part(r, 0)["log"])
+    abort, begin = r["transactions"][-2:]
+    assert (abort["action"], abort["error"]) == ("abort_transaction", "PRODUCER_FENCED")
+    assert begin["error"] == "PRODUCER_FENCED"  # fatal: every later call fails with it
+
+
+def test_B2_the_zombies_commit_gets_PRODUCER_FENCED():
+    r = b2(call("commit_transaction", "A"))
+    assert r["transactions"][-1] == {
+        "producer": "A", "action": "commit_transaction", "outcome": "error", "error": "PRODUCER_FENCED"
+    }
+    assert "txn_producer_fenced" in kinds(r)
+
+
+def test_B2_TV1_the_zombies_send_to_a_new_partition_is_fenced_at_AddPartitionsToTxn():
+    r = b2(send(["y"], 2, "A"), {"do": "settle"})
+    y = next(p for p in r["produce"] if p["records"] == ["y"])
+    assert (y["outcome"], y["error"]) == ("failed", "PRODUCER_FENCED")
+    assert part(r, 2)["log"] == []
+
+
+def test_B2_variant_an_idle_zombie_is_fenced_with_one_bump_and_no_markers():
+    idle = [*EPOCH_3, call("init_transactions", "B"), {"do": "settle"}]
+    r = run(idle, producers=TWO, consumers=[])
+    assert (r["producers"]["B"]["epoch"], r["producers"]["A"]["fenced"]) == (4, True)
+    assert "leader_write_txn_marker" not in kinds(r) and "txn_fence_epoch" not in kinds(r)
+
+
+def test_B2_variant_a_zombie_that_already_called_commit_wins_and_the_new_instance_gets_epoch_4():
+    committing = [*B2_OPEN, call("commit_transaction", "A"), call("init_transactions", "B"), {"do": "settle"}]
+    r = run(committing, partitions=3, producers=TWO, consumers=[])
+    assert r["transactions"][-2]["outcome"] == "committed"
+    assert "txn_concurrent_transactions" in kinds(r)
+    assert log(r, 0)[5] == (5, None, "COMMIT")  # A's transaction commits
+    assert r["producers"]["B"]["epoch"] == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# B3: transaction timeout. A's transaction gets its first partition at t=3 ms (InitProducerId and
+# AddPartitionsToTxn take a hop each way) and writes p0 offset 0 (the reference's 50); another
+# producer appends 1-10; A stalls.
+
+B3 = [
+    call("init_transactions", "A"),
+    call("begin_transaction", "A"),
+    send(["t"], 0, "A"),
+    {"do": "settle"},
+    {"do": "produce", "producer": "plain", "partition": 0, "records": [f"n{i}" for i in range(1, 11)]},
+    {"do": "settle"},
+    {"do": "assign", "consumer": "rc", "partitions": [0]},
+    poll("rc"),
+]
+B3_PRODUCERS = [{"id": "A", "transactional.id": T}, {"id": "plain"}]
+
+
+def b3(*rest: dict) -> dict:
+    return run([*B3, *rest], producers=B3_PRODUCERS, consumers=[{"id": "rc", **READ_COMMITTED}])
+
+
+def test_B3_an_open_transaction_holds_the_lso_and_hides_other_producers_records():
+    r = b3()
+    assert (part(r)["hw"], part(r)["lso"]) == (11, 0)
+    assert polled(r, 0) == []
+
+
+def test_B3_the_first_sweep_after_the_timeout_fences_and_aborts_within_60_to_70_s():
+    r = b3({"do": "advance", "ms": 75_000}, poll("rc"))
+    started = next(s for s in r["steps"] if s["kind"] == "txn_add_partitions")["t_ms"]
+    swept = next(s for s in r["steps"] if s["kind"] == "txn_timeout_abort")["t_ms"]
+    assert 60_000 < swept - started <= 70_000
+    assert swept % 10_000 == 0  # transaction.abort.timed.out.transaction.cleanup.interval.ms
+    assert log(r)[11] == (11, None, "ABORT") and part(r)["log"][11]["producer_epoch"] == 1
+    assert part(r)["lso"] == 12
+    assert polled(r, 1) == [(i, f"n{i}") for i in range(1, 11)]  # 51-60 in the reference; not 50
+    assert r["producers"]["A"]["fenced"] is True
+
+
+def test_B3_before_the_sweep_the_lso_is_still_stuck():
+    r = b3({"do": "advance", "ms": 60_000}, poll("rc"))
+    assert part(r)["lso"] == 0 and polled(r, 1) == []
+
+
+def test_B3_a_later_commit_fails_with_PRODUCER_FENCED():
+    r = b3({"do": "advance", "ms": 75_000}, call("commit_transaction", "A"))
+    assert r["transactions"][-1]["error"] == "PRODUCER_FENCED"
+
+
+def test_B3_a_send_first_gets_INVALID_PRODUCER_EPOCH_then_the_abort_fails_fatally():
+    r = b3(
+        {"do": "advance", "ms": 75_000}, send(["u"], 0, "A"), {"do": "settle"}, call("abort_transaction", "A")
+    )
+    u = next(p for p in r["produce"] if p["records"] == ["u"])
+    assert u["error"] == "INVALID_PRODUCER_EPOCH"
+    assert r["transactions"][-1]["error"] == "PRODUCER_FENCED"
+
+
+def test_B3_the_cleanup_interval_and_the_timeout_come_from_the_scenario():
+    r = run(
+        [*B3, {"do": "advance", "ms": 20_000}],
+        producers=[{"id": "A", "transactional.id": T, "transaction.timeout.ms": 5_000}, {"id": "plain"}],
+        consumers=[{"id": "rc", **READ_COMMITTED}],
+        timing={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 2_000},
+    )
+    swept = next(s for s in r["steps"] if s["kind"] == "txn_timeout_abort")["t_ms"]
+    assert swept == 6_000  # the first 2 s tick after 3 ms + 5 s
+
+
+def test_a_transaction_timeout_above_the_brokers_maximum_is_refused_by_init():
+    r = run([call("init_transactions")],
+            producers=[{"id": "app", "transactional.id": T, "transaction.timeout.ms": 900_001}])
+    assert r["transactions"][0]["error"] == "INVALID_TRANSACTION_TIMEOUT"
