@@ -299,7 +299,10 @@ def test_B2_a_new_instance_fences_to_4_aborts_with_markers_at_epoch_4_and_gets_e
 
 def test_B2_the_zombies_send_gets_the_abortable_INVALID_PRODUCER_EPOCH_and_its_abort_PRODUCER_FENCED():
     r = b2(
-        send(["late"], 0, "A"), {"do": "settle"}, call("abort_transaction", "A"), call("begin_transaction", "A")
+        send(["late"], 0, "A"),
+        {"do": "settle"},
+        call("abort_transaction", "A"),
+        call("begin_transaction", "A"),
     )
     late = next(p for p in r["produce"] if p["records"] == ["late"])
     assert (late["outcome"], late["error"]) == ("failed", "INVALID_PRODUCER_EPOCH")
