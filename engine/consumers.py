@@ -448,6 +448,9 @@ class Clients:
         """OffsetFetch for a group member, then auto.offset.reset for partitions without one."""
         missing = [p for p in c.assigned if self._initializing(c, p)]
         committed: dict[int, int] = {}
+        txns = self.sims[0].txn
+        if c.group is not None and txns is not None and not txns.offsets_stable(c.id, c.group, missing):
+            return None  # KIP-447: UNSTABLE_OFFSET_COMMIT; no position yet, the next poll asks again
         if c.group is not None:
             self.run_to(self.clock.now + 2 * HOP_MS)
             committed = {p: self.coordinator.fetch(c.group, (self.topic, p)) for p in missing}
@@ -655,6 +658,8 @@ class Clients:
                     f"P{p} has no position: auto.offset.reset={c.spec.auto_offset_reset} found no record "
                     "that recent below the high watermark"
                 )
+            elif p not in c.position and c.group and txn.pending_offsets(self.sims[0], c.group, p):
+                others.append(f"P{p} has no position yet: a transaction holds pending offsets for it")
             elif p not in c.position:
                 others.append(f"P{p} has no position yet: it had no leader to ask")
             elif view is None:

@@ -901,6 +901,14 @@ STEP_KINDS.update(
             "the client drops control records (and, read_committed, aborted ones); the position "
             "moves past them",
         ),
+        "consumer_unstable_offsets": StepKind(
+            "consumer",
+            "OffsetMetadataManager.fetchOffsets (requireStable)",
+            _OMM,
+            "739-767",
+            "KIP-447: a transaction holds pending offsets of the group: UNSTABLE_OFFSET_COMMIT, the "
+            "consumer asks again",
+        ),
         "txn_send_offsets": StepKind(
             "coordinator",
             "OffsetMetadataManager.commitTransactionalOffset",

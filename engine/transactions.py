@@ -224,6 +224,11 @@ def list_offsets_committed(sim: Sim, answer: OffsetAndTimestamp, timestamp: int)
     return answer
 
 
+def pending_offsets(sim: Sim, group: str, p: int) -> bool:
+    """A transaction holds pending offsets of `group` for partition p (KIP-447)."""
+    return sim.txn is not None and bool(sim.txn.unstable(group, [p]))
+
+
 def describe_dropped(sim: Sim, dropped: list[int]) -> str:
     leader = leader_of(sim)
     view = log_view(sim, leader) if leader is not None else None
@@ -292,6 +297,7 @@ class Transactions:
         self.markers: dict[tuple[int, int], str] = {}  # (partition, batch index) -> transactional.id
         self.sessions: dict[str, ProducerSession] = {}  # transactional.id -> marker session
         self.held_told: set[tuple[str, int, int]] = set()
+        self.unstable_told: set[tuple[str, str]] = set()
         self.interval = cfg.timing.transaction_abort_timed_out_transaction_cleanup_interval_ms
         self.brokers = sorted(sims[0].brokers)
         self.groups: Any = None  # the consumers' Clients, for KIP-447 (set by the run)
@@ -687,7 +693,7 @@ class Transactions:
         if told_by is not None:
             where = ", ".join(f"P{p}" for p in parts)
             named = ", ".join(repr(g) for g in meta.offsets)
-            groups = f" and group {named}'s offsets" if meta.offsets else ""
+            groups = f" and the offsets of group {named}" if meta.offsets else ""
             self.step(
                 "txn_prepare",
                 COORDINATOR,
@@ -880,6 +886,42 @@ class Transactions:
             f"TxnOffsetCommit of {said} for group {gid!r} (member {member}, generation {generation}) is "
             f"accepted: the offsets are pending, invisible until {tid!r} commits",
         )
+
+    def unstable(self, group: str, partitions: list[int]) -> list[int]:
+        """The partitions among `partitions` for which a transaction holds pending offsets of `group`."""
+        return sorted(
+            {
+                p
+                for m in self.metas.values()
+                if m.state == "Ongoing" or m.state in PENDING
+                for p in m.offsets.get(group, {})
+                if p in partitions
+            }
+        )
+
+    def offsets_stable(self, consumer: str, group: str, partitions: list[int]) -> bool:
+        """OffsetFetch with requireStable (the Java consumer always asks so, CCo 1442): while a
+        transaction holds pending offsets of the group for one of these partitions, the group
+        coordinator answers UNSTABLE_OFFSET_COMMIT (OMM 739, 764-767). Simplified: the consumer
+        asks again at its next poll, not within this one."""
+        pending = self.unstable(group, partitions)
+        key = (consumer, group)
+        if not pending:
+            self.unstable_told.discard(key)
+            return True
+        if key in self.unstable_told:
+            return False
+        self.unstable_told.add(key)
+        self.step(
+            "consumer_unstable_offsets",
+            consumer,
+            f"{consumer} fetches the committed offsets of group {group!r}: UNSTABLE_OFFSET_COMMIT, a "
+            f"transaction holds pending offsets for {', '.join(f'P{p}' for p in pending)}; it waits for "
+            "that transaction to end and asks again",
+            consumer=consumer,
+            error="UNSTABLE_OFFSET_COMMIT",
+        )
+        return False
 
     # -- results -----------------------------------------------------------------------------
 
