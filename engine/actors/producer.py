@@ -344,6 +344,9 @@ class ProducerRole:
 
     def _producer_error(self, idx: int, attempt_id: int, error: str) -> None:
         b = self.batches[idx]
+        if b.control is not None:  # a transaction marker's request failed: the coordinator retries it
+            self.txn.marker_answer(self.partition, idx, attempt_id, error, None)
+            return
         if b.attempt_id != attempt_id or b.state != "awaiting_response":
             return
         if b.outcome == "sent":
