@@ -463,6 +463,9 @@ class Sim(
             m["index"] = idx
             m["acks"] = batch.acks_shown
             m["label"] = f"Produce {_fmt_records(batch.records, 3)} acks={batch.acks_shown}"
+            if batch.control is not None:  # the coordinator's WriteTxnMarkers (engine/transactions.py)
+                m["control"] = batch.control
+                m["label"] = f"WriteTxnMarkers {batch.control} (producer id {batch.session.pid})"
         elif kind == "produce_response":
             idx, _attempt, error, offsets = args
             m["index"] = idx

@@ -369,6 +369,19 @@ class Transactions:
             return True
         return False
 
+    def _refused(
+        self, ct: ClientTxn, session: ProducerSession, entry: dict[str, Any], call: str, need: str, why: str
+    ) -> bool:
+        """A call the transaction manager's state does not allow: it throws the error it holds, or
+        IllegalStateException."""
+        if self._stuck(ct, session, entry, call):
+            return True
+        if ct.state == need:
+            return False
+        error = ct.error if ct.state == ABORTABLE and ct.error else "IllegalStateException"
+        self._fail(session, entry, error, f"{session.id}.{call} throws {error}: {why}")
+        return True
+
     # -- InitProducerId ---------------------------------------------------------------------
 
     def init_transactions(self, producer: ProducerProc) -> None:
@@ -488,13 +501,7 @@ class Transactions:
         session = producer.session
         ct = self.client(session)
         entry = self._entry(session, "begin_transaction")
-        if self._stuck(ct, session, entry, "beginTransaction()"):
-            return
-        if ct.state != "READY":
-            error = ct.error if ct.state == ABORTABLE and ct.error else "IllegalStateException"
-            self._fail(session, entry, error,
-                       f"{session.id}.beginTransaction() throws {error}: its transaction manager is "
-                       f"{ct.state}")
+        if self._refused(ct, session, entry, "beginTransaction()", "READY", f"its state is {ct.state}"):
             return
         ct.state = "IN_TRANSACTION"
         ct.partitions, ct.batches, ct.has_offsets = set(), [], False
@@ -602,14 +609,7 @@ class Transactions:
         action = "commit_transaction" if commit else "abort_transaction"
         call = "commitTransaction()" if commit else "abortTransaction()"
         entry = self._entry(session, action)
-        if self._stuck(ct, session, entry, call):
-            return
-        if commit and ct.state == ABORTABLE:
-            self._fail(
-                session, entry, ct.error or "KafkaException",
-                f"{session.id}.{call} throws {ct.error}: a send of this transaction failed, an abortable "
-                "error; the application must call abortTransaction()",
-            )
+        if self._cannot_end(ct, session, entry, call, commit):
             return
         if ct.state not in ("IN_TRANSACTION", ABORTABLE):
             self._fail(session, entry, "IllegalStateException",
@@ -624,16 +624,7 @@ class Transactions:
         if not flushed():
             deadline = max(sims[p].batches[i].deadline for p, i in ct.batches) + 1
             self.run_to(deadline, stop=flushed)
-        self._sync(ct)
-        if ct.state == FATAL:
-            self._stuck(ct, session, entry, call)
-            return
-        if commit and ct.state == ABORTABLE:
-            self._fail(
-                session, entry, ct.error or "KafkaException",
-                f"{session.id}.{call} throws {ct.error}: a send of this transaction failed, an abortable "
-                "error; the application must call abortTransaction()",
-            )
+        if self._cannot_end(ct, session, entry, call, commit):
             return
         kind = "COMMIT" if commit else "ABORT"
         done = "committed" if commit else "aborted"
@@ -667,6 +658,22 @@ class Transactions:
         ct.state, ct.error = "READY", None
         ct.partitions, ct.batches, ct.has_offsets = set(), [], False
         entry["outcome"] = done
+
+    def _cannot_end(
+        self, ct: ClientTxn, session: ProducerSession, entry: dict[str, Any], call: str, commit: bool
+    ) -> bool:
+        """A fatal error fails both ends; an abortable one fails a commit only (TransactionManager
+        .beginCommit / beginAbort)."""
+        if self._stuck(ct, session, entry, call):
+            return True
+        if commit and ct.state == ABORTABLE:
+            self._fail(
+                session, entry, ct.error or "KafkaException",
+                f"{session.id}.{call} throws {ct.error}: a send of this transaction failed, an abortable "
+                "error; the application must call abortTransaction()",
+            )
+            return True
+        return False
 
     def _handle_end(self, tid: str, session: ProducerSession, kind: str, *, quiet: bool) -> str | None:
         meta = self.metas.get(tid)
@@ -836,12 +843,8 @@ class Transactions:
         session = producer.session
         ct = self.client(session)
         entry = self._entry(session, "send_offsets_to_transaction")
-        if self._stuck(ct, session, entry, "sendOffsetsToTransaction()"):
-            return
-        if ct.state != "IN_TRANSACTION":
-            error = ct.error if ct.state == ABORTABLE and ct.error else "IllegalStateException"
-            self._fail(session, entry, error,
-                       f"{session.id}.sendOffsetsToTransaction() throws {error}: no transaction is open")
+        call = "sendOffsetsToTransaction()"
+        if self._refused(ct, session, entry, call, "IN_TRANSACTION", "no transaction is open"):
             return
         groups = self.groups
         c = groups.consumers[consumer]
