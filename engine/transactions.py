@@ -71,7 +71,9 @@ the ends, "error" with Kafka's error name), `producers[id]` gains transaction_st
 coordinator's state for its transactional.id) and fenced (the coordinator has handed its
 transactional.id a newer epoch than this instance holds: it is a zombie, whether it knows yet or
 not), `partitions[i].lso`, `partitions[i].log[j].control` ("COMMIT" / "ABORT", record null).
-Snapshots gain `partition.lso` and `transactions` (each transactional.id's coordinator state).
+Snapshots gain `partition.lso`, `transactions` (each transactional.id's coordinator state) and
+`txn_producers` (each producer process's transaction manager), and a leader log entry that is a
+marker has `control`.
 """
 
 from __future__ import annotations
@@ -275,7 +277,9 @@ class TxnMeta:
 class ClientTxn:
     """One producer instance's TransactionManager: its state and the transaction it is in."""
 
-    state: str = "UNINITIALIZED"  # READY, IN_TRANSACTION, ABORTABLE_ERROR, FATAL_ERROR
+    # UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING_TRANSACTION / ABORTING_TRANSACTION (EndTxn
+    # in flight), ABORTABLE_ERROR, FATAL_ERROR (TransactionManager.State, TM 199-233)
+    state: str = "UNINITIALIZED"
     error: str | None = None
     partitions: set[int] = field(default_factory=set)
     batches: list[tuple[int, int]] = field(default_factory=list)  # (partition, batch index)
@@ -636,6 +640,7 @@ class Transactions:
             return
         tid = session.config.transactional_id
         told = False
+        ct.state = "COMMITTING_TRANSACTION" if commit else "ABORTING_TRANSACTION"  # EndTxn in flight
         while True:
             self.run_to(self.clock.now + HOP_MS)
             error = self._handle_end(tid, session, kind, quiet=told)
@@ -815,6 +820,7 @@ class Transactions:
         )
         meta.offsets, meta.offsets_member = {}, {}
         meta.result = None
+        meta.partitions = set()
 
     # -- the timeout sweep -------------------------------------------------------------------
 
@@ -944,6 +950,24 @@ class Transactions:
         out["fenced"] = self.fenced(session)
 
     def snapshot(self) -> dict[str, Any]:
+        """A view's `transactions` (per transactional.id, the coordinator's) and `txn_producers`
+        (per producer process running now, its transaction manager's)."""
+        latest = {s.id: (s, ct) for s, ct in self.clients.items()}
+        producers = {
+            pid: {
+                "transactional_id": s.config.transactional_id,
+                "producer_id": s.pid,
+                "epoch": s.epoch if s.pid >= 0 else -1,
+                "state": ct.state,
+                "error": ct.error,
+                "partitions": sorted(ct.partitions),
+                "fenced": self.fenced(s),
+            }
+            for pid, (s, ct) in sorted(latest.items())
+        }
+        return {"transactions": self._coordinator_view(), "txn_producers": producers}
+
+    def _coordinator_view(self) -> dict[str, Any]:
         return {
             tid: {
                 "producer_id": m.pid,

@@ -178,15 +178,15 @@ class ObserveRole:
             part["log_start_offset"] = self.log_start_offset()
             part["segments"] = self.leader_segments()
             part["lso"] = last_stable_offset(self)
-        if self.has_txn:  # transactions: which log entries are markers, the coordinator's state
+        if self.has_txn:  # transactions: which log entries are markers
             for bid, shown in zip(sorted(self.brokers), brokers.values(), strict=True):
                 log = self.brokers[bid].log
                 for e in shown["log"]:
                     x = log[e["offset"]][2]
                     if x >= 0 and self.batches[x].control is not None:
                         e["control"] = self.batches[x].control
-            if self.txn is not None:
-                out["transactions"] = self.txn.snapshot()
+        if self.txn is not None:  # the coordinator's and the producers' transaction state
+            out.update(self.txn.snapshot())
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out

@@ -524,3 +524,30 @@ def test_B5_a_stale_generation_is_fenced_and_the_application_must_abort():
     assert r["transactions"][3]["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
     assert r["transactions"][4]["outcome"] == "error"
     assert r["transactions"][5]["outcome"] == "aborted"
+
+
+def test_views_show_the_lso_the_markers_and_both_sides_of_the_transaction_state():
+    """What a scene draws step by step (B1's numbers): the LSO in the partition view, a marker in
+    the leader's log, the coordinator's state per transactional.id and each producer's."""
+    r = simulate(
+        {
+            "topic": {"partitions": 2},
+            "producers": [{"id": "app", "transactional.id": T}],
+            "consumers": [],
+            "actions": B1[:6] + [call("commit_transaction"), {"do": "settle"}],
+        },
+        steps=True,
+        all_views=True,
+    )
+    prepare = next(s["i"] for s in r["steps"] if s["kind"] == "txn_prepare")
+    during = r["views"][prepare]
+    assert during["transactions"][T]["state"] == "PrepareCommit"
+    assert during["partitions"][0]["partition"]["lso"] == 0
+    assert during["txn_producers"]["app"]["state"] == "COMMITTING_TRANSACTION"  # the answer is on its way
+    assert r["views"][-1]["txn_producers"]["app"]["state"] == "READY"
+    end = r["views"][-1]
+    p0 = end["partitions"][0]
+    assert p0["partition"]["lso"] == 3
+    leader = p0["brokers"][str(p0["partition"]["leader"])]
+    assert [e.get("control") for e in leader["log"]] == [None, None, "COMMIT"]
+    assert end["transactions"][T]["state"] == "CompleteCommit"
