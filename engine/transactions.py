@@ -99,6 +99,7 @@ TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions (TransactionLo
 HOP_MS = 1  # one network hop (NETWORK_DELAY_MS)
 MAX_BLOCK_MS = 60_000  # max.block.ms: how long initTransactions() waits for an answer
 MARKER_RETRY_MS = 100  # the marker channel's retry after an error (no leader, not enough replicas)
+MARKER_RETRY_MAX_MS = 1_000  # retry.backoff.max.ms: the retries back off exponentially up to it
 MARKER_TIMEOUT_MS = 30_000  # request.timeout.ms of a WriteTxnMarkers request
 # a control batch on disk: the v2 batch header plus one record whose key is (version, type) and
 # value (version, coordinatorEpoch) (ControlRecordType, EndTransactionMarker)
@@ -779,7 +780,9 @@ class Transactions:
             return
         if error is not None:  # the marker channel retries until the marker is written
             b.state = "backoff"
-            self.at(self.clock.now + MARKER_RETRY_MS, self._send_marker, p, idx)
+            delay = min(MARKER_RETRY_MS * 2 ** min(b.retries_used, 10), MARKER_RETRY_MAX_MS)
+            b.retries_used += 1
+            self.at(self.clock.now + delay, self._send_marker, p, idx)
             return
         b.outcome, b.offsets, b.done_ms, b.state = "acked", offsets, self.clock.now, "acked"
         sim.pending_batches -= 1
