@@ -955,7 +955,10 @@ _TIMING_KEYS = frozenset(f.name for f in fields(Timing))
 
 
 _PART2_ACTIONS = frozenset(
-    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records"}
+    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records",
+     # transactions (engine/transactions.py): their result fields are part 2's
+     "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
+     "send_offsets_to_transaction"}
 )
 
 
