@@ -556,8 +556,13 @@ def test_views_show_the_lso_the_markers_and_both_sides_of_the_transaction_state(
 def test_a_part_1_scenario_with_a_transactional_producer_gets_the_part_2_result():
     r = simulate({
         "producer": {"transactional.id": T},
-        "actions": [call("init_transactions", "producer"), call("begin_transaction", "producer"),
-                    {"do": "produce", "records": ["a"]}, call("commit_transaction", "producer"), {"do": "settle"}],
+        "actions": [
+            call("init_transactions", "producer"),
+            call("begin_transaction", "producer"),
+            {"do": "produce", "records": ["a"]},
+            call("commit_transaction", "producer"),
+            {"do": "settle"},
+        ],
     })
     assert [t["outcome"] for t in r["transactions"]] == ["ok", "ok", "committed"]
     assert [e["control"] for e in part(r)["log"]] == [None, "COMMIT"] and part(r)["lso"] == 2
