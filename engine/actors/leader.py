@@ -192,6 +192,11 @@ class LeaderRole:
             else:
                 if self.part2:  # the client-side scenes: where the records land, no epochs yet
                     text = f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)}"
+                    if batch.txn:
+                        text += (
+                            f", in an open transaction of producer id {batch.session.pid}: read_committed "
+                            f"readers stop at its first offset until its marker"
+                        )
                 else:
                     text = (
                         f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "

@@ -239,7 +239,7 @@ class ProducerRole:
                 "producer_send",
                 b.session.id,
                 f"{_name(b)} sends {_fmt_records(b.records)}{_keyed(b) if self.part2 else ''} to "
-                f"B{leader} with acks={b.acks_shown}{retry}",
+                f"B{leader} with acks={b.acks_shown}{retry}{_transactional(b)}",
                 produce=idx,
                 broker=leader,
                 records=b.records,
@@ -465,6 +465,18 @@ def _the(b: Batch, capital: bool = False) -> str:
     if pid == DEFAULT_PRODUCER_ID:
         return "The producer" if capital else "the producer"
     return f"Producer {pid}" if capital else f"producer {pid}"
+
+
+def _transactional(b: Batch) -> str:
+    """A transactional batch's produce request carries the flag, its producer id, epoch and
+    sequence (engine/transactions.py)."""
+    if not b.txn:
+        return ""
+    return (
+        f", transactional: producer id {b.session.pid}, epoch {b.pepoch}, sequence {b.seq}"
+        if b.seq >= 0
+        else f", transactional: producer id {b.session.pid}"
+    )
 
 
 def _keyed(b: Batch) -> str:
