@@ -432,17 +432,24 @@ def test_invariants_over_random_compaction_schedules(seed):
         topic["min.compaction.lag.ms"] = rng.choice([SEC, 30 * SEC])
     if rng.random() < 0.3:
         topic["delete.retention.ms"] = rng.choice([SEC, 60 * SEC])
+    replicated = seed % 3 == 0  # RF=3, with a follower that crashes and comes back
+    down = False
     acts: list[dict] = []
     for _ in range(rng.randint(20, 60)):
         roll = rng.random()
         if roll < 0.7:
             acts.append(w(rng.choice(keys), None if rng.random() < 0.15 else f"v{len(acts)}"))
-        elif roll < 0.9:
+        elif roll < 0.85:
             acts.append(advance(rng.choice([SEC, BACKOFF, 40 * SEC])))
-        else:
+        elif roll < 0.93 or not replicated:
             acts.append(settle())
+        else:
+            acts.append({"do": "restart" if down else "crash", "broker": 2})
+            down = not down
+    if down:
+        acts += [{"do": "restart", "broker": 2}, advance(20 * SEC)]
     acts += [settle(), advance(BACKOFF)]
-    sc = story(*acts, topic=topic, brokers=(1, 2, 3) if seed % 3 == 0 else (1,), rf=3 if seed % 3 == 0 else 1)
+    sc = story(*acts, topic=topic, brokers=(1, 2, 3) if replicated else (1,), rf=3 if replicated else 1)
     r = simulate(dict(sc), check_invariants=True, steps=True)
     assert r["violations"] == []
     p = part(r)
