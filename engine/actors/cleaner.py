@@ -192,6 +192,9 @@ class CleanerRole:
             kept=p.kept,
             removed=p.superseded + p.expired,
             cleaner_point=p.cleaner_point,
+            groups=[list(g) for g in p.groups],
+            stamped=list(p.stamped),
+            horizon_ms=p.horizon_ms,
         )
         if p.expired:
             self.step(
