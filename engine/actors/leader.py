@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compaction import INVALID_RECORD, refuses
 from ..state import (
     UNKNOWN,
     Broker,
@@ -125,6 +126,20 @@ class LeaderRole:
                 # the producer state caches only the last five batches (PSE 36): an older retry is
                 # not recognised and falls through to the sequence check (kafka-eos-kraft §E.A A3)
                 existing = None
+        if existing is None and br.seg is not None:
+            refused = refuses(br.seg.config, batch.key)
+            if refused is not None:  # LogValidator.validateKey: the whole request fails
+                self._reject_produce(
+                    bid,
+                    idx,
+                    attempt_id,
+                    "leader_reject_invalid_record",
+                    INVALID_RECORD,
+                    f"{who} refuses {_fmt_records(batch.records)}: the topic is compacted "
+                    f"(cleanup.policy={br.seg.config.cleanup_policy}) and the records have no key. "
+                    f"{refused}: {INVALID_RECORD} (87), nothing appended",
+                )
+                return
         if existing is None and batch.idempotent:
             state = self._last_sequence(br, batch.session.pid)
             if state is not None:

@@ -100,6 +100,7 @@ class ObserveRole:
                 "log": [
                     {"offset": i, "epoch": e, "record": rec, "key": self.batches[x].key if x >= 0 else None}
                     for i, (e, rec, x) in enumerate(b.log)
+                    if b.seg is None or not b.seg.cleaned_away or i not in b.seg.cleaned_away
                 ],
                 "epoch_cache": [list(x) for x in b.cache],
                 "fetching": b.fetching,
@@ -178,6 +179,7 @@ class ObserveRole:
             part["log_start_offset"] = self.log_start_offset()
             part["segments"] = self.leader_segments()
             part["lso"] = last_stable_offset(self)
+            part["cleaner_point"] = self.cleaner_point()
         if self.has_txn:  # transactions: which log entries are markers
             for bid, shown in zip(sorted(self.brokers), brokers.values(), strict=True):
                 log = self.brokers[bid].log
@@ -209,8 +211,11 @@ class ObserveRole:
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
         log = leader.log if leader is not None else []
         start = self.log_start_offset()
+        gone = self.cleaned_away()
         entries: list[LogEntry] = []
         for off in range(start, len(log)):
+            if gone and off in gone:
+                continue  # removed by the cleaner: the log keeps a gap
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
             if batch is not None and batch.control is not None:  # a transaction marker
@@ -249,7 +254,7 @@ class ObserveRole:
             "leo": len(log),
             "lso": log_view(self, leader).lso if leader is not None else 0,
             "log_start_offset": start,
-            "cleaner_point": start,
+            "cleaner_point": self.cleaner_point(),
             "segments": self.leader_segments(),
             "log": entries,
         }
@@ -352,11 +357,16 @@ class ObserveRole:
                     producer_epoch=b.pepoch if b.seq >= 0 else -1,
                 )
             if b.outcome == "acked":
-                acked.extend(b.records)
+                acked.extend(r for r in b.records if r is not None)  # a tombstone has no name
         if c.leader != NO_LEADER:
             L = self.brokers[c.leader]
             batches = self.batches
-            data = [(off, r) for off, (_e, r, x) in enumerate(L.log) if x < 0 or batches[x].control is None]
+            # data records only: a transaction marker is no record, a tombstone has no name
+            data = [
+                (off, r)
+                for off, (_e, r, x) in enumerate(L.log)
+                if r is not None and (x < 0 or batches[x].control is None)
+            ]
             leader_records = [r for _off, r in data]
             lost = self.lost_acked(acked)
             visible = [r for off, r in data if off < L.hw]
