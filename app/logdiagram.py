@@ -108,6 +108,8 @@ def partition_state(snap: dict[str, Any] | None, number: int) -> dict[str, Any]:
         "leo": int(b.get("leo", len(log)) or 0),
         "log_start": int(part.get("log_start_offset") or 0),
         "segments": [dict(x) for x in part.get("segments") or []],
+        # compaction (scene 05a): where the cleaner's next pass starts; None before any pass
+        "cleaner_point": part.get("cleaner_point"),
     }
 
 
@@ -426,6 +428,56 @@ def _deleted_model(st: dict[str, Any]) -> dict[str, Any] | None:
                      f"offset {st['log_start']}; no reader can fetch them any more"}
 
 
+# ----------------------------------------------------------------------------------------------
+# compaction (scene 05a): tombstones, the offsets a cleaning pass removed, the cleaner point
+
+TOMBSTONE_TEXT = "∅"
+
+
+def is_tombstone(entry: dict[str, Any]) -> bool:
+    """A data record with a key and a null value (a control record has `record` null too)."""
+    return entry.get("record") is None and entry.get("key") is not None and not entry.get("control")
+
+
+def _horizon_text(entry: dict[str, Any]) -> str:
+    horizon = entry.get("delete_horizon_ms")
+    if horizon is None:
+        return ""
+    return f"; a cleaning pass may remove it from {formats.clock(int(horizon))} on (its delete horizon)"
+
+
+def cleaned_runs(st: dict[str, Any]) -> list[dict[str, Any]]:
+    """The offsets between the log start and the log end that the log no longer holds: a cleaning
+    pass removed them (offsets never change, so a compacted log has gaps). One run per gap."""
+    held = {int(e["offset"]) for e in st["log"]}
+    runs: list[list[int]] = []
+    for offset in range(st["log_start"], st["leo"]):
+        if offset in held:
+            continue
+        if runs and runs[-1][1] == offset - 1:
+            runs[-1][1] = offset
+        else:
+            runs.append([offset, offset])
+    out = []
+    for first, last in runs:
+        span = f"offsets {first}-{last}" if last > first else f"offset {first}"
+        out.append({"first": first, "last": last,
+                    "title": f"P{st['number']} {span}: removed by the cleaner, a later record with the same "
+                             "key replaced them (or a tombstone's horizon passed); offsets never change, so "
+                             "a fetch here returns the next record that is left"})
+    return out
+
+
+def _cleaner_model(st: dict[str, Any]) -> dict[str, Any] | None:
+    point = st.get("cleaner_point")
+    if point is None or not st["segments"] or int(point) <= st["log_start"]:
+        return None
+    point = int(point)
+    return {"point": point,
+            "title": f"P{st['number']} cleaner point {point}: offsets before it are the clean section (already "
+                     f"compacted), from {point} on the dirty section, where every update is still there"}
+
+
 def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
          loads: dict[int, dict[str, Any]], segments: bool) -> dict[str, Any]:
     if st.get("absent"):
@@ -459,19 +511,22 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
         offset = int(entry["offset"])
         if offset < st["log_start"]:
             continue  # deleted: drawn as one gap (see _deleted_model), the records are gone
-        record = str(entry.get("record"))
         key = entry.get("key")
+        tomb = is_tombstone(entry)
+        record = TOMBSTONE_TEXT if tomb else str(entry.get("record"))
         if offset < st["hw"]:
             state, what = "committed", "readable (below the HW)"
         else:
             state, what = "uncommitted", "not readable yet (at or above the HW)"
         key_text = f"key {key}" if key is not None else "no key"
+        name = f"a tombstone for {key}" if tomb else f"{record} ({key_text})"
         cells.append({
             "offset": offset,
             "record": record,
             "key": "" if key is None else str(key),
             "state": state,
-            "title": f"P{number} offset {offset}: {record} ({key_text}) — {what}",
+            "tomb": tomb,
+            "title": f"P{number} offset {offset}: {name} — {what}" + _horizon_text(entry),
         })
     return {
         "id": number,
@@ -486,6 +541,8 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
         "cells_model": cells,
         "segments": _segments_model(st) if segments else [],
         "deleted": _deleted_model(st),
+        "cleaned": cleaned_runs(st),
+        "cleaner": _cleaner_model(st),
         "markers": {"hw": st["hw"], "leo": st["leo"], "start": st["log_start"], "text": f"LEO {st['leo']}"},
         "lanes": _lanes(number, consumers, groups),
         "span": max(st["leo"], len(st["log"])) + 1,
