@@ -474,8 +474,8 @@ def _cleaner_model(st: dict[str, Any]) -> dict[str, Any] | None:
         return None
     point = int(point)
     return {"point": point,
-            "title": f"P{st['number']} cleaner point {point}: offsets before it are the clean section (already "
-                     f"compacted), from {point} on the dirty section, where every update is still there"}
+            "title": f"P{st['number']} cleaner point {point}: offsets before it are the clean section "
+                     f"(already compacted), from {point} on the dirty section, where every update is still there"}
 
 
 def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
