@@ -475,7 +475,7 @@ def _cleaner_model(st: dict[str, Any]) -> dict[str, Any] | None:
     point = int(point)
     return {"point": point,
             "title": f"P{st['number']} cleaner point {point}: offsets before it are the clean section "
-                     f"(already compacted), from {point} on the dirty section, where every update is still there"}
+                     f"(already compacted), from {point} on the dirty section, every update still there"}
 
 
 def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
