@@ -206,7 +206,9 @@ def received_so_far(
         records = s.get("records") or []
         rows = out.setdefault(str(s.get("consumer")), [])
         for (p, off), rec in zip(got, records, strict=False):
-            rows.append({"partition": int(p), "offset": int(off), "record": str(rec)})
+            # a tombstone (compacted topics) has a null value: drawn as ∅, like its cell
+            rows.append({"partition": int(p), "offset": int(off),
+                         "record": TOMBSTONE_TEXT if rec is None else str(rec)})
     return out
 
 
