@@ -33,7 +33,8 @@ def judge(
     """The scene's challenge verdict on a beat's run at `step` (default: the end)."""
     r = replay(scene, beat_id, overrides)
     step = len(r["steps"]) if step is None else step
-    timeline = SimpleNamespace(steps=r["steps"], step=step, view=r["views"][step], scenario=r["scenario"])
+    timeline = SimpleNamespace(steps=r["steps"], step=step, view=r["views"][step], scenario=r["scenario"],
+                               result=r)
     return challenges.judge(scene.challenge.goal, timeline)
 
 
