@@ -119,7 +119,8 @@ def test_a_tombstone_lives_a_day_after_the_first_pass_that_keeps_it(s05a):
     assert expired["t_ms"] == 86_430_000 > 15_000 + DAY and expired["removed"] == [3]
     second = r["steps"][step_index(r, "cleaner_offset_map", nth=2) - 1]
     assert round(second["ratio"], 2) == 0.57  # 400 dirty against 300 clean
-    assert log(r) == [(4, "bob", "b2"), (5, "carol", "c2"), (6, "dave", "d1"), (7, "erin", "e1"), (8, "bob", "b3")]
+    assert log(r) == [(4, "bob", "b2"), (5, "carol", "c2"), (6, "dave", "d1"), (7, "erin", "e1"),
+                      (8, "bob", "b3")]
     # two days of delete.retention.ms: the same pass keeps it
     kept = replay(s05a, "tombstone", {"delete.retention.ms": 2 * DAY})
     assert "cleaner_tombstone_expired" not in {s["kind"] for s in kept["steps"]}
