@@ -102,8 +102,6 @@ def _refuse_unsimulated(cfg: Any) -> None:
     for i, a in enumerate(cfg.actions):
         if a.do in later:
             raise problem(f"actions[{i}].do", f"{a.do}: {later[a.do]} is not simulated yet")
-        if a.do == "produce" and a.records is not None and None in a.records:
-            raise problem(f"actions[{i}].records", "tombstones (null records) are not simulated yet")
         if (
             a.do == "produce"
             and round_robin

@@ -580,9 +580,28 @@ class Clients:
                 if error is not None:
                     return [], error
                 continue
+            gone = self.sims[p].cleaned_away()
+            if gone:  # a compacted log: the cleaner's gaps are skipped, the position moves past them
+                self._fetch_compacted(c, p, pos, hw, log, gone, limit - len(got), got)
+                continue
             end = min(hw, pos + limit - len(got))
             got.extend((p, off, log[off]) for off in range(pos, end))
         return got, None
+
+    def _fetch_compacted(self, c: ConsumerProc, p: int, pos: int, hw: int, log: list[Any], gone: set[int],
+                         room: int, got: list[tuple[int, int, Any]]) -> None:
+        """A fetch from a cleaned log: the records that survived, from `pos` up to the HW. When
+        only removed offsets are left below the HW, the position moves to the HW, as the client's
+        does past a batch the cleaner emptied."""
+        n = 0
+        off = pos
+        while off < hw and n < room:
+            if off not in gone:
+                got.append((p, off, log[off]))
+                n += 1
+            off += 1
+        if n == 0 and off >= hw:
+            c.position[p] = hw
 
     def _has_data(self, c: ConsumerProc) -> bool:
         for p in c.assigned:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compaction import INVALID_RECORD, refuses
 from ..state import (
     UNKNOWN,
     Broker,
@@ -109,6 +110,20 @@ class LeaderRole:
                     error,
                     f"{who} refuses {_fmt_records(batch.records)}: a batch of {batch.nbytes} bytes is more "
                     f"than the topic's {key}={limit}: {error}, nothing appended",
+                )
+                return
+        if existing is None and br.seg is not None:
+            refused = refuses(br.seg.config, batch.key)
+            if refused is not None:  # LogValidator.validateKey: the whole request fails
+                self._reject_produce(
+                    bid,
+                    idx,
+                    attempt_id,
+                    "leader_reject_invalid_record",
+                    INVALID_RECORD,
+                    f"{who} refuses {_fmt_records(batch.records)}: the topic is compacted "
+                    f"(cleanup.policy={br.seg.config.cleanup_policy}) and the records have no key. "
+                    f"{refused}: {INVALID_RECORD} (87), nothing appended",
                 )
                 return
         if existing is None and batch.idempotent:

@@ -99,6 +99,7 @@ class ObserveRole:
                 "log": [
                     {"offset": i, "epoch": e, "record": rec, "key": self.batches[x].key if x >= 0 else None}
                     for i, (e, rec, x) in enumerate(b.log)
+                    if b.seg is None or not b.seg.cleaned_away or i not in b.seg.cleaned_away
                 ],
                 "epoch_cache": [list(x) for x in b.cache],
                 "fetching": b.fetching,
@@ -176,6 +177,7 @@ class ObserveRole:
         if self.part2:
             part["log_start_offset"] = self.log_start_offset()
             part["segments"] = self.leader_segments()
+            part["cleaner_point"] = self.cleaner_point()
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out
@@ -198,8 +200,11 @@ class ObserveRole:
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
         log = leader.log if leader is not None else []
         start = self.log_start_offset()
+        gone = self.cleaned_away()
         entries: list[LogEntry] = []
         for off in range(start, len(log)):
+            if gone and off in gone:
+                continue  # removed by the cleaner: the log keeps a gap
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
             entries.append(
@@ -224,7 +229,7 @@ class ObserveRole:
             "leo": len(log),
             "lso": hw,
             "log_start_offset": start,
-            "cleaner_point": start,
+            "cleaner_point": self.cleaner_point(),
             "segments": self.leader_segments(),
             "log": entries,
         }
@@ -318,12 +323,12 @@ class ObserveRole:
                     producer_epoch=b.pepoch if b.seq >= 0 else -1,
                 )
             if b.outcome == "acked":
-                acked.extend(b.records)
+                acked.extend(r for r in b.records if r is not None)  # a tombstone has no name
         if c.leader != NO_LEADER:
             L = self.brokers[c.leader]
-            leader_records = [r for (_e, r, _b) in L.log]
+            leader_records = [r for (_e, r, _b) in L.log if r is not None]
             lost = self.lost_acked(acked)
-            visible = leader_records[: L.hw]
+            visible = [r for (_e, r, _b) in L.log[: L.hw] if r is not None]
             counts: dict[str, int] = {}
             for r in leader_records:
                 counts[r] = counts.get(r, 0) + 1

@@ -25,6 +25,11 @@ from ..state import (
 )
 
 
+def _named(records: list[str]) -> list[str]:
+    """The records the ledger tracks by name: all but tombstones (a null value has no name)."""
+    return [r for r in records if r is not None] if None in records else records
+
+
 class ProducerRole:
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
@@ -57,7 +62,8 @@ class ProducerRole:
         b.nbytes = action.bytes_
         if b.nbytes is None and self.part2:
             key = None if b.key is None else b.key.encode()
-            b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
+            values = [None if r is None else r.encode() for r in records]  # None: a tombstone
+            b.nbytes = batch_size_bytes([(b.timestamp, key, v) for v in values])
         b.first_send = self.now
         b.action = self.action
         b.lose_response = action.lose_response
@@ -206,7 +212,7 @@ class ProducerRole:
         b.attempt_id += 1
         self._set_state(b, "awaiting_response")
         if b.attempts == 1:
-            self.sent_records.extend(b.records)
+            self.sent_records.extend(_named(b.records))
         b.target = leader
         retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
         if b.acks == 0:
@@ -291,7 +297,7 @@ class ProducerRole:
     def _producer_fail(self, b: Batch, error: str, why: str) -> None:
         self.pending_batches -= 1
         b.outcome = "failed"
-        self.failed_records.extend(b.records)
+        self.failed_records.extend(_named(b.records))
         b.error = error
         b.done_ms = self.now
         self._set_state(b, "failed")
@@ -349,7 +355,7 @@ class ProducerRole:
             return
         self.pending_batches -= 1
         b.outcome = "acked"
-        self.acked_records.extend(b.records)
+        self.acked_records.extend(_named(b.records))
         b.error = None
         b.offsets = offsets
         b.done_ms = self.now
