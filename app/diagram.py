@@ -426,7 +426,7 @@ class Cell:
 def _compaction_marks(r: dict[str, Any], cell_y: float, cell_w: float,
                       g: Geometry) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Scene 05a: a dotted slot per run of offsets the cleaner removed, and the cleaner point as a
-    line with its label above the log (clean before it, dirty from it on)."""
+    line through the log (the segments under it are marked clean or dirty)."""
     slots = []
     for run in r.get("cleaned") or []:
         x = round(g.log_left + run["first"] * cell_w, 1)
@@ -435,9 +435,10 @@ def _compaction_marks(r: dict[str, Any], cell_y: float, cell_w: float,
     cleaner = r.get("cleaner")
     if cleaner is None:
         return slots, None
+    # the line only: the segments under the log say which side is clean and which dirty
     x = round(g.log_left + cleaner["point"] * cell_w - 1, 1)
-    return slots, {"x": x, "y1": round(cell_y - 12, 1), "y2": round(cell_y + g.cell_h + 2, 1),
-                   "ty": round(cell_y - 3, 1), "text": "clean | dirty", "title": cleaner["title"]}
+    return slots, {"x": x, "y1": round(cell_y - 2, 1), "y2": round(cell_y + g.cell_h + 2, 1),
+                   "title": cleaner["title"]}
 
 
 def _text_w(text: str, g: Geometry) -> float:

@@ -397,6 +397,20 @@ def _absent_row(st: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SECTION_TITLE = {
+    "clean": "a segment in the clean section, before the cleaner point: already compacted",
+    "dirty": "a segment in the dirty section, from the cleaner point on: every update since the last pass",
+}
+
+
+def _section(st: dict[str, Any], base: int, active: bool) -> str:
+    """On a compacted topic, the section a segment is in (the active one counts as dirty)."""
+    if not st.get("compacted"):
+        return ""
+    point = st.get("cleaner_point")
+    return "clean" if point is not None and base < int(point) and not active else "dirty"
+
+
 def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
     """The partition's segments (oldest first; the last is the active one) as brackets under its
     log: offsets, size, and a title that says what each is."""
@@ -409,8 +423,12 @@ def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
                 else f"offset {base}" if nxt > base else "no record")
         what = ("the active segment: the only one that takes appends" if active
                 else "a closed segment: retention may delete it whole")
+        section = _section(st, base, active)
+        if section:
+            what = what + ", never cleaned" if active else _SECTION_TITLE[section]
+        label = "active · " if active else f"{section} · " if section else ""
         out.append({"base": base, "next": nxt, "bytes": size, "active": active,
-                    "text": ("active · " if active else "") + bytes_text(size),
+                    "text": label + bytes_text(size),
                     "short": bytes_text(size).replace(" ", ""),
                     "title": f"P{st['number']} segment {base}: {span}, {size} bytes; {what}"})
     return out
@@ -472,7 +490,7 @@ def cleaned_runs(st: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _cleaner_model(st: dict[str, Any]) -> dict[str, Any] | None:
     point = st.get("cleaner_point")
-    if point is None or not st["segments"] or int(point) <= st["log_start"]:
+    if not st.get("compacted") or point is None or not st["segments"] or int(point) <= st["log_start"]:
         return None
     point = int(point)
     return {"point": point,
@@ -557,6 +575,9 @@ def diagram(
     view = timeline.view
     snaps = partition_views(view)
     states = [partition_state(s, i) for i, s in enumerate(snaps)]
+    compacted = "compact" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete"))
+    for st in states:
+        st["compacted"] = compacted
     consumers = view.get("consumers") or {}
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]

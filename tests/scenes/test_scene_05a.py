@@ -81,27 +81,30 @@ def test_without_cleaning_the_reader_gets_every_update(s05a, knobs):
 
 
 def test_F_D_ratio_of_exactly_half_does_not_clean_and_pass_2_merges(s05a):
-    """§F.D: after pass 1 one dirty segment against 400 clean bytes is 0.5, not > 0.5; a second
-    dirty segment makes 0.67, and pass 2 merges the empty segment 0 with segment 4 at base 0, where
-    only d1 at 6 survives; the log is one value per key at 6, 9, 10, 12-16."""
+    """§F.D's ratio rule and pass 2 on 200-byte segments: after pass 1 (clean 200 bytes) one dirty
+    segment of 200 is 0.5, not > 0.5; a second makes 0.67, and pass 2 merges the empty first
+    segment with the second at base 0, where b2 survives (bob not rewritten) and a2 goes."""
     r = replay(s05a, "dirty-ratio")
+    first = step_index(r, "cleaner_rewrite")
+    assert r["steps"][step_index(r, "cleaner_offset_map") - 1]["offset_map"] == {"alice": 3, "bob": 2}
+    assert segments_at(r, first) == [(0, 0, 0), (2, 4, 200), (4, 5, 100)]
     check = r["steps"][step_index(r, "cleaner_check") - 1]
     assert (check["t_ms"], check["ratio"]) == (30_000, 0.5)
-    assert "0.50 (400 cleanable of 800 bytes" in check["text"]
+    assert "0.50 (200 cleanable of 400 bytes" in check["text"]
     second = r["steps"][step_index(r, "cleaner_offset_map", nth=2) - 1]
     assert second["t_ms"] == 45_000 and round(second["ratio"], 2) == 0.67
+    assert second["offset_map"] == {"carol": 7, "alice": 5, "dave": 6}
     rewrite = step_index(r, "cleaner_rewrite", nth=2)
-    assert "segments 0 + 4 into 0" in r["steps"][rewrite - 1]["text"]
-    assert segments_at(r, rewrite) == [(0, 7, 100), (8, 11, 200), (12, 16, 400), (16, 17, 100)]
-    assert [o for o, _k, _v in log(r)] == [6, 9, 10, 12, 13, 14, 15, 16]
-    assert [v for _o, _k, v in log(r)] == ["d1", "e1", "a4", "f1", "c3", "b5", "g1", "h1"]
+    assert "segments 0 + 2 into 0" in r["steps"][rewrite - 1]["text"]
+    assert segments_at(r, rewrite) == [(0, 3, 100), (4, 6, 100), (6, 8, 200), (8, 9, 100)]
+    assert log(r) == [(2, "bob", "b2"), (5, "alice", "a3"), (6, "dave", "d1"), (7, "carol", "c2"),
+                      (8, "erin", "e1")]
     assert "found a dirty ratio of 0.67, so it cleaned" in ask_live("when-does-cleaning-start", r, "05a")
 
 
 def test_a_lower_ratio_cleans_at_one_half(s05a):
     r = replay(s05a, "dirty-ratio", {"min.cleanable.dirty.ratio": 0.4})
-    assert not [s for s in r["steps"] if s["kind"] == "cleaner_check"]
-    assert [s["t_ms"] for s in r["steps"] if s["kind"] == "cleaner_offset_map"] == [15_000, 30_000, 45_000]
+    assert [s["t_ms"] for s in r["steps"] if s["kind"] == "cleaner_offset_map"] == [15_000, 30_000]
 
 
 def test_a_tombstone_lives_a_day_after_the_first_pass_that_keeps_it(s05a):
