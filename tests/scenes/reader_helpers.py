@@ -52,6 +52,12 @@ def log(result: dict[str, Any], partition: int = 0) -> list[tuple[int, str | Non
     return [(e["offset"], e["key"], e["record"]) for e in result["partitions"][partition]["log"]]
 
 
+def segments_at(result: dict[str, Any], step: int) -> list[tuple[int, int, int]]:
+    """The partition's segments after `step` steps as (base offset, next offset, bytes)."""
+    part = result["views"][step]["partition"]
+    return [(s["base_offset"], s["next_offset"], s["bytes"]) for s in part["segments"]]
+
+
 def position_at(result: dict[str, Any], step: int, consumer: str) -> dict[str, int]:
     return result["views"][step]["consumers"][consumer]["position"]
 

@@ -10,7 +10,7 @@ passes are in test_every_built_scene.py."""
 from __future__ import annotations
 
 import pytest
-from reader_helpers import judge, log, polled, replay, step_index
+from reader_helpers import judge, log, polled, replay, segments_at, step_index
 from scene_helpers import ask_live
 
 from scenes import Scene, load_scene
@@ -23,11 +23,6 @@ HOUR = 3_600_000
 @pytest.fixture(scope="module")
 def s05a() -> Scene:
     return load_scene("05a")
-
-
-def segments_at(r, step: int) -> list[tuple[int, int, int]]:
-    part = r["views"][step]["partition"]
-    return [(s["base_offset"], s["next_offset"], s["bytes"]) for s in part["segments"]]
 
 
 def cleaner_point_at(r, step: int) -> int:
