@@ -45,11 +45,13 @@ offset, `cleaner-offset-checkpoint`). The design doc calls the clean part the *t
 part the *head* (DD 524-531).
 
 For the simulation (engine/actors/cleaner.py), step kinds (engine/steps.py), stable names:
-- `cleaner_check`: a check found the log not cleanable (ratio at or below the threshold, nothing
-  cleanable); told when a check that could have cleaned does not;
+- `cleaner_check`: the first check after a segment rolled found the log not cleanable (the
+  ratio at or below the threshold, or nothing cleanable yet, and why);
 - `cleaner_offset_map`: a pass starts: its dirty range, ratio (or overdue max lag) and key map;
 - `cleaner_rewrite`: the pass recopied its segments: groups, records kept and removed, tombstones
-  stamped with a horizon, the new cleaner point;
+  stamped with a horizon, the new cleaner point (fields `kept`, `removed`, `cleaner_point`,
+  `groups`, `stamped`, `horizon_ms`); `cleaner_offset_map` has `offset_map` and `ratio`,
+  `cleaner_check` `ratio` and `cleaner_point`, `cleaner_tombstone_expired` `removed`;
 - `cleaner_tombstone_expired`: the pass dropped tombstones whose horizon had passed;
 - `leader_reject_invalid_record`: a record without a key refused by a compacted topic.
 Result fields: `partitions[i].cleaner_point` (the leader's first dirty offset), `log` entries

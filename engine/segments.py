@@ -19,10 +19,14 @@ files `UnifiedLog.scala`, `LocalLog.scala`, `LogSegment.java`, `Partition.scala`
 - DeleteRecords (`Partition.deleteRecordsOnLeader`), reads (`UnifiedLog.read`), ListOffsets
   (`Partition.fetchOffsetForTimestamp`), and the consumer's `auto.offset.reset`.
 
-Not modelled: transactions (the last stable offset equals the high watermark here), compaction
-(a `compact` policy only switches the size and time passes off; the cleaner thread that runs
-retention for such logs is the caller's), tiered storage, and record batches split across fetches
-(a read returns whole records, not Kafka's whole batches that the client trims).
+Compaction is engine/compaction.py (its docstring lists the step kinds and result fields it adds):
+here a `compact` policy switches the size and time passes off, a batch can carry the cleaner's
+delete horizon and keep its offsets when records leave it, and the log keeps its cleaner
+checkpoint and the offsets the cleaner removed.
+
+Not modelled: transactions (the last stable offset equals the high watermark here), tiered
+storage, and record batches split across fetches (a read returns whole records, not Kafka's whole
+batches that the client trims).
 """
 
 from __future__ import annotations

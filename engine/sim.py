@@ -126,6 +126,7 @@ class Sim(
         self.cleaner_at: int | None = None
         self.cleaner_last: int | None = None
         self.cleaner_seen: dict[int, int] = {}
+        self.cleaner_key: tuple[Any, ...] | None = None  # the segments the queued check was worked out for
         self.part2 = False  # the scenario uses the contract's part 2 (consumers, log start offset)
         self.clients: Clients | None = None  # partition 0 holds the consumers (engine/consumers.py)
         self.rng = random.Random(cfg.seed)

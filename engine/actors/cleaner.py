@@ -57,6 +57,13 @@ class CleanerRole:
         soonest = self._cleaner_tick(self.now)
         if self.cleaner_at is not None and self.cleaner_at <= soonest:
             return
+        # an append that rolled nothing changes no answer (the active segment counts for nothing),
+        # except for size retention: skip the work when the segments are as last worked out
+        key = tuple((bid, b.seg.active.base_offset, b.seg.log_start_offset)
+                    for bid in self.replicas if (b := self.brokers[bid]).alive and b.seg is not None)
+        if key == self.cleaner_key and self.cfg.log.retention_bytes < 0:
+            return
+        self.cleaner_key = key
         due: int | None = None
         for bid in self.replicas:
             br = self.brokers[bid]
@@ -112,6 +119,7 @@ class CleanerRole:
                 self._tell_map(bid, seg, mapped)  # the view at this step: the log not yet recopied
                 self._tell_pass(bid, seg, clean(seg, c, self.now, mapped))
             self._retention_on(bid)
+        self.cleaner_key = None  # time has moved: work the next check out again
         self._schedule_cleaner()
 
     def _tell_not_cleanable(self, bid: int, seg: SegmentedLog, c: Cleanable) -> None:
@@ -184,6 +192,9 @@ class CleanerRole:
             kept=p.kept,
             removed=p.superseded + p.expired,
             cleaner_point=p.cleaner_point,
+            groups=[list(g) for g in p.groups],
+            stamped=list(p.stamped),
+            horizon_ms=p.horizon_ms,
         )
         if p.expired:
             self.step(

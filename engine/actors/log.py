@@ -155,7 +155,7 @@ class LogRole:
                 "StartOffsetBreach": "below the log start offset",
             }
             names = ", ".join(
-                f"{d.segment.base_offset}-{d.segment.next_offset - 1} ({why.get(d.reason, d.reason)})"
+                f"{_span(d.segment.base_offset, d.segment.next_offset)} ({why.get(d.reason, d.reason)})"
                 for d in gone
             )
             self.step(
@@ -165,3 +165,8 @@ class LogRole:
                 f"log start offset {before} -> {seg.log_start_offset}",
                 broker=bid,
             )
+
+
+def _span(base: int, nxt: int) -> str:
+    """A segment's offsets, `base-last`; a segment the cleaner emptied has none."""
+    return f"{base}-{nxt - 1}" if nxt > base else f"{base} (emptied by the cleaner)"

@@ -432,17 +432,24 @@ def test_invariants_over_random_compaction_schedules(seed):
         topic["min.compaction.lag.ms"] = rng.choice([SEC, 30 * SEC])
     if rng.random() < 0.3:
         topic["delete.retention.ms"] = rng.choice([SEC, 60 * SEC])
+    replicated = seed % 3 == 0  # RF=3, with a follower that crashes and comes back
+    down = False
     acts: list[dict] = []
     for _ in range(rng.randint(20, 60)):
         roll = rng.random()
         if roll < 0.7:
             acts.append(w(rng.choice(keys), None if rng.random() < 0.15 else f"v{len(acts)}"))
-        elif roll < 0.9:
+        elif roll < 0.85:
             acts.append(advance(rng.choice([SEC, BACKOFF, 40 * SEC])))
-        else:
+        elif roll < 0.93 or not replicated:
             acts.append(settle())
+        else:
+            acts.append({"do": "restart" if down else "crash", "broker": 2})
+            down = not down
+    if down:
+        acts += [{"do": "restart", "broker": 2}, advance(20 * SEC)]
     acts += [settle(), advance(BACKOFF)]
-    sc = story(*acts, topic=topic, brokers=(1, 2, 3) if seed % 3 == 0 else (1,), rf=3 if seed % 3 == 0 else 1)
+    sc = story(*acts, topic=topic, brokers=(1, 2, 3) if replicated else (1,), rf=3 if replicated else 1)
     r = simulate(dict(sc), check_invariants=True, steps=True)
     assert r["violations"] == []
     p = part(r)
@@ -461,3 +468,44 @@ def test_invariants_over_random_compaction_schedules(seed):
             assert v is None
             continue
         assert present.get(o) == (k, v), f"{k}'s latest value at {o} must survive"
+
+
+def test_D3_among_eligible_logs_the_filthiest_goes_first():
+    """LCM 212-220: logs above the threshold (or overdue with cleanable bytes) are candidates, and
+    the one with the highest ratio is cleaned first; a log at exactly the threshold is not one."""
+    from engine.compaction import Cleanable, filthiest
+    from engine.segments import LogConfig
+
+    cfg = LogConfig(cleanup_policy="compact")
+    logs = {
+        "half": (Cleanable(8, 12, 400, 400, "the active segment", 0), cfg),
+        "two thirds": (Cleanable(8, 16, 400, 800, "the active segment", 0), cfg),
+        "overdue": (Cleanable(8, 12, 900, 100, "the active segment", 5), cfg),
+        "new": (Cleanable(0, 0, 0, 0, "the active segment", 0), cfg),
+    }
+    assert filthiest(logs) == "two thirds"
+    assert filthiest({k: logs[k] for k in ("half", "overdue")}) == "overdue"
+    assert filthiest({k: logs[k] for k in ("half", "new")}) is None
+
+
+def test_D4_a_rewritten_batch_keeps_its_base_and_last_offsets():
+    """MR 296-300 (§D.4): a batch that loses records keeps the original base and last offsets (the
+    last sequence survives); its records keep their offsets, so the batch has gaps."""
+    from engine.compaction import clean, cleanable_offsets
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact", segment_bytes=300))
+    log.append([(0, "K1", "a"), (0, "K2", "b"), (0, "K1", "c")], 100, 0)  # offsets 0-2
+    log.append([(0, "K2", "d"), (0, "K3", "e"), (0, "K3", "f")], 100, 0)  # offsets 3-5
+    log.append([(0, "K9", "z")], 100, 0)
+    log.append([(0, "K9", "y")], 100, 0)  # rolls: the first three batches are cleanable
+    log.update_high_watermark(log.log_end_offset)
+    c = cleanable_offsets(log, 1)
+    assert (c.first_dirty, c.first_uncleanable, c.ratio) == (0, 7, 1.0)
+    done = clean(log, c, 1)
+    batches = [b for s in log.segments[:-1] for b in s.batches]
+    assert [(b.base_offset, b.last_offset, [r.offset for r in b.records]) for b in batches] == [
+        (0, 2, [2]), (3, 5, [3, 5]), (6, 6, [6])
+    ]
+    assert sorted(done.superseded) == [0, 1, 4] and done.cleaner_point == 7
+    assert log.segments[0].next_offset == 7, "the segment still ends where it ended"
