@@ -459,8 +459,19 @@ def is_tombstone(entry: dict[str, Any]) -> bool:
     return entry.get("record") is None and entry.get("key") is not None and not entry.get("control")
 
 
-def _horizon_text(entry: dict[str, Any]) -> str:
-    horizon = entry.get("delete_horizon_ms")
+def horizons_so_far(steps: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
+    """(partition, offset) -> the delete horizon a cleaning pass stamped on that tombstone, from
+    the engine's cleaner_rewrite steps so far (the leader's; a pass stamps a tombstone once)."""
+    out: dict[tuple[int, int], int] = {}
+    for s in steps:
+        if s.get("kind") == "cleaner_rewrite" and s.get("horizon_ms") is not None:
+            for offset in s.get("stamped") or []:
+                out.setdefault((int(s.get("partition") or 0), int(offset)), int(s["horizon_ms"]))
+    return out
+
+
+def _horizon_text(entry: dict[str, Any], st: dict[str, Any]) -> str:
+    horizon = (st.get("horizons") or {}).get((st["number"], int(entry["offset"])))
     if horizon is None:
         return ""
     return f"; a cleaning pass may remove it from {formats.clock(int(horizon))} on (its delete horizon)"
@@ -546,7 +557,7 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
             "key": "" if key is None else str(key),
             "state": state,
             "tomb": tomb,
-            "title": f"P{number} offset {offset}: {name} — {what}" + _horizon_text(entry),
+            "title": f"P{number} offset {offset}: {name} — {what}" + _horizon_text(entry, st),
         })
     return {
         "id": number,
@@ -576,8 +587,9 @@ def diagram(
     snaps = partition_views(view)
     states = [partition_state(s, i) for i, s in enumerate(snaps)]
     compacted = "compact" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete"))
+    horizons = horizons_so_far(timeline.steps[: timeline.step]) if compacted else {}
     for st in states:
-        st["compacted"] = compacted
+        st["compacted"], st["horizons"] = compacted, horizons
     consumers = view.get("consumers") or {}
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]

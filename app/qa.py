@@ -1658,18 +1658,19 @@ def live_dirty_ratio(result: dict[str, Any]) -> str | None:
 
 
 def live_tombstones(result: dict[str, Any]) -> str | None:
-    from app.logdiagram import is_tombstone
+    from app.logdiagram import horizons_so_far, is_tombstone
 
     st = _compacted_partition(result)
     if st is None:
         return None
+    horizons = horizons_so_far(_steps_so_far(result))
     here = [e for e in _kept_entries(st) if is_tombstone(e)]
     gone = [int(o) for s in _cleaner_steps(result) if s.get("kind") == "cleaner_tombstone_expired"
             for o in s.get("removed") or []]
     parts = []
     for e in here[:3]:
-        horizon = e.get("delete_horizon_ms")
-        when = (f", kept until at least {clock(int(horizon))}" if horizon is not None
+        horizon = horizons.get((st["number"], int(e["offset"])))
+        when = (f", kept by every pass until {clock(int(horizon))}, its delete horizon" if horizon is not None
                 else ", not yet stamped with a delete horizon (no pass has kept it yet)")
         parts.append(f"the tombstone for {e.get('key')} at offset {e['offset']} is in the log{when}")
     if gone:
@@ -1712,7 +1713,8 @@ def live_log_gaps(result: dict[str, Any]) -> str | None:
         return (f"At this step P{st['number']} has no gap: offsets {st['log_start']} to {st['leo'] - 1} are "
                 f"all there{where}.")
     spans = [f"{r['first']}-{r['last']}" if r["last"] > r["first"] else str(r["first"]) for r in runs]
-    return (f"At this step P{st['number']} still starts at offset {st['log_start']}, with gaps at "
+    gaps = "a gap" if len(spans) == 1 else "gaps"
+    return (f"At this step P{st['number']} still starts at offset {st['log_start']}, with {gaps} at "
             f"{', '.join(spans[:5])}: a fetch there returns the next record left{where}.")
 
 
