@@ -42,6 +42,14 @@ def test_header_knobs_and_beats(s05a):
     assert knobs["min.cleanable.dirty.ratio"].default == 0.5 and knobs["delete.retention.ms"].default == DAY
     assert [b.id for b in s05a.beats] == BEATS
     assert s05a.challenge.goal == "miss_delete"
+    # the ratio is a fraction picked from a list: parsed from the URL as a number, others refused
+    ratio = knobs["min.cleanable.dirty.ratio"]
+    assert ratio.parse("0.4") == 0.4 and ratio.parse(0.75) == 0.75
+    for bad in ("0.3", "abc", True):
+        with pytest.raises(ValueError):
+            ratio.parse(bad)
+    assert s05a.scenario_for("dirty-ratio", {"min.cleanable.dirty.ratio": "0.4"})["topic"][
+        "min.cleanable.dirty.ratio"] == 0.4
     # a tombstone in the data (TOML has no null) reaches the engine as the contract's null record
     tomb = [a for a in s05a.scenario_for("tombstone")["actions"] if a.get("key") == "alice"][1]
     assert tomb["records"] == [None] and "tombstone" not in tomb
