@@ -122,6 +122,11 @@ _SOURCE_PATHS = (
     "storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java",
     "clients/src/main/java/org/apache/kafka/clients/Metadata.java",
     "clients/src/main/java/org/apache/kafka/clients/producer/internals/RecordAccumulator.java",
+    # log compaction (scene 05a)
+    "core/src/main/scala/kafka/log/LogCleaner.scala",
+    "core/src/main/scala/kafka/log/LogCleanerManager.scala",
+    "clients/src/main/java/org/apache/kafka/common/record/MemoryRecords.java",
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/LogValidator.java",
 )
 SOURCE_FILES: dict[str, str] = {path.rsplit("/", 1)[1]: path for path in _SOURCE_PATHS}
 

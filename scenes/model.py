@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-KnobValue = str | int | bool
+KnobValue = str | int | bool | float
 
 # The dotted paths a knob may set. The first segment names the scenario section; the rest is the
 # real Kafka config key, which itself contains dots (`topic.min.insync.replicas` sets
@@ -69,8 +69,9 @@ def apply_knobs(scenario: dict[str, Any], values: dict[str, tuple[str, KnobValue
 class Knob(_Strict):
     key: str  # the real Kafka config key; also the URL query parameter
     label: str
-    kind: Literal["choice", "int", "bool"]
-    choices: list[str] | None = None
+    # "float": a number picked from `choices` (min.cleanable.dirty.ratio), shown as a list
+    kind: Literal["choice", "int", "bool", "float"]
+    choices: list[str] | list[float] | None = None
     min: int | None = None
     max: int | None = None
     default: KnobValue
@@ -89,11 +90,14 @@ class Knob(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Knob:
-        if self.kind == "choice":
+        if self.kind in ("choice", "float"):
             if not self.choices:
-                raise ValueError(f"choice knob {self.key} needs choices")
+                raise ValueError(f"{self.kind} knob {self.key} needs choices")
             if self.min is not None or self.max is not None:
-                raise ValueError(f"choice knob {self.key} takes no min/max")
+                raise ValueError(f"{self.kind} knob {self.key} takes no min/max")
+            if any(isinstance(c, str) for c in self.choices) != (self.kind == "choice"):
+                raise ValueError(f"{self.kind} knob {self.key}: its choices must be "
+                                 + ("words" if self.kind == "choice" else "numbers"))
         elif self.choices is not None:
             raise ValueError(f"{self.kind} knob {self.key} takes no choices")
         if self.kind == "int":
@@ -109,6 +113,12 @@ class Knob(_Strict):
         if self.kind == "choice":
             if not isinstance(value, str) or value not in (self.choices or []):
                 raise ValueError(f"{self.key} must be one of {', '.join(self.choices or [])} (got {value!r})")
+        elif self.kind == "float":
+            number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+            if number is None or float(number) not in (self.choices or []):
+                raise ValueError(f"{self.key} must be one of {', '.join(map(str, self.choices or []))} "
+                                 f"(got {value!r})")
+            return float(number)
         elif self.kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{self.key} must be a whole number (got {value!r})")
@@ -123,9 +133,14 @@ class Knob(_Strict):
         if not isinstance(raw, str):
             return self.check(raw)
         text = raw.strip()[:40]
-        if self.kind == "int":
+        if self.kind == "float":
             try:
-                value: KnobValue = int(text)
+                value: KnobValue = float(text)
+            except ValueError:
+                raise ValueError(f"{self.key} must be a number (got {text!r})") from None
+        elif self.kind == "int":
+            try:
+                value = int(text)
             except ValueError:
                 raise ValueError(f"{self.key} must be a whole number (got {text!r})") from None
         elif self.kind == "bool":
@@ -292,7 +307,9 @@ class QA(_Strict):
 #   fan_out                every record appended is received by consumers of two or more groups,
 #                          one of which first subscribed after the last record was appended
 ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out", "skip_records",
-                        "hot_partition"]
+                        "hot_partition",
+                        # scene 05a: a reader read past a tombstone that compaction removed first
+                        "miss_delete"]
 
 
 class Challenge(_Strict):
@@ -426,10 +443,21 @@ class Scene(_Strict):
         scenario = apply_knobs(self.base_scenario, {k: (self.knob(k).target, v) for k, v in explicit.items()
                                                     if self.knob_applies(k, values)})
         if actions is not None:
-            scenario["actions"] = copy.deepcopy(actions)
+            scenario["actions"] = contract_actions(actions)
         else:
-            scenario["actions"] = copy.deepcopy(beat.actions) if beat is not None else []
+            scenario["actions"] = contract_actions(beat.actions) if beat is not None else []
         return scenario
+
+
+def contract_actions(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A deep copy of `actions` in the contract's words. TOML has no null, so scene data writes a
+    tombstone (a keyed record with a null value, scene 05a) as `tombstone = true` on a produce
+    instead of `records = [null]`; the engine only ever sees the contract's spelling."""
+    out = copy.deepcopy(actions)
+    for action in out:
+        if action.get("do") == "produce" and action.pop("tombstone", False):
+            action["records"] = [None]
+    return out
 
 
 def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
