@@ -17,6 +17,19 @@ from ..state import (
 )
 
 
+def duplicates(records: Any) -> list[str]:
+    """The ledger's duplicates: each record a log holds more than once, in first-seen order
+    (records are unique names in a scenario, so a second copy can only come from a retry)."""
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r] = counts.get(r, 0) + 1
+    return [r for r, n in counts.items() if n > 1]
+
+
+# the batches a partition leader remembers per producer id (ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
+BATCHES_REMEMBERED = 5
+
+
 class ObserveRole:
     def shift_clocks(self, delta: int) -> None:
         """Move the times a quiet partition compares its housekeeping with by `delta` (see
@@ -171,11 +184,16 @@ class ObserveRole:
                 "failed": list(self.failed_records),
                 "sent": list(self.sent_records),
                 "lost": lost,
+                "duplicates": duplicates(r for (_e, r, _b) in leader_b.log) if leader_b is not None else [],
             },
         }
         if self.part2:
             part["log_start_offset"] = self.log_start_offset()
             part["segments"] = self.leader_segments()
+            # the three counters of exactly-once (scene 08): what the leader remembers per producer
+            # id, and each producer session's epoch and next sequence here
+            part["producer_state"] = self.producer_state(leader_b) if leader_b is not None else []
+            out["producer"]["sequences"] = self.producer_sequences()
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out
@@ -324,10 +342,7 @@ class ObserveRole:
             leader_records = [r for (_e, r, _b) in L.log]
             lost = self.lost_acked(acked)
             visible = leader_records[: L.hw]
-            counts: dict[str, int] = {}
-            for r in leader_records:
-                counts[r] = counts.get(r, 0) + 1
-            dups = [r for r, n in counts.items() if n > 1]
+            dups = duplicates(leader_records)
         else:
             lost, visible, dups = [], [], []
         out = {
@@ -356,3 +371,42 @@ class ObserveRole:
         if self.views is not None:
             out["views"] = self.views
         return out
+
+    # -------------------------------------------------------------------------------------------
+    # producer ids, epochs and sequences as the view shows them (scene 08)
+
+    def producer_state(self, br: Any) -> list[dict[str, Any]]:
+        """What broker `br` remembers about each producer id from its log (ProducerStateManager,
+        rebuilt the same way on a follower): the epoch, the last sequence, and the ranges of its
+        last BATCHES_REMEMBERED batches (first and last sequence, first and last offset), oldest
+        first, in producer id order. Producers without idempotence (no id) leave nothing."""
+        out: dict[int, dict[str, Any]] = {}
+        seen: set[int] = set()
+        log = br.log
+        for off in range(len(log) - 1, -1, -1):
+            bidx = log[off][2]
+            if bidx < 0 or bidx in seen:
+                continue
+            seen.add(bidx)
+            b = self.batches[bidx]
+            if b.seq < 0:
+                continue
+            first, last = br.batch_offsets[bidx]
+            entry = out.get(b.session.pid)
+            if entry is None:
+                entry = out[b.session.pid] = {
+                    "producer_id": b.session.pid, "epoch": b.pepoch,
+                    "last_sequence": b.seq + last - first, "batches": [],
+                }
+            if len(entry["batches"]) < BATCHES_REMEMBERED and b.pepoch == entry["epoch"]:
+                entry["batches"].insert(0, [b.seq, b.seq + last - first, first, last])
+        return [out[pid] for pid in sorted(out)]
+
+    def producer_sequences(self) -> list[dict[str, Any]]:
+        """Each idempotent producer session that has numbered batches for this partition: its id,
+        producer id, epoch and the next sequence it will give a batch here, in the order the
+        sessions started (a restarted producer shows its old session too, no longer alive)."""
+        return [
+            {"producer": s.id, "producer_id": s.pid, "epoch": st[0], "next_sequence": st[1], "alive": s.alive}
+            for s, st in sorted(self.sequences.items(), key=lambda kv: (kv[0].started_ms, kv[0].pid))
+        ]
