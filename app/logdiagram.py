@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import diagram as dg
-from app import formats
+from app import eos, formats
 from app.state import format_value
 
 KEY_TEXT_CHARS = 5
@@ -56,9 +56,16 @@ def log_mode(scenario: dict[str, Any]) -> bool:
     partitions, sets the partitioner's producer settings, or sets segment or retention settings.
     (Several partitions alone do not: the durability scenes draw one partition's replicas.)"""
     producer = scenario.get("producer") or {}
-    return (bool(scenario.get("consumers"))
+    return (bool(scenario.get("consumers")) or counters_shown(scenario)
             or any(a.get("do") == "add_partitions" for a in scenario.get("actions") or [])
             or any(k in producer for k in PARTITIONER_KEYS) or shows_segments(scenario))
+
+
+def counters_shown(scenario: dict[str, Any]) -> bool:
+    """Whether the diagram shows exactly-once's counters (scene 08): the scenario names its producer
+    processes (`producers`), so each one's producer id, epoch and sequences are drawn, and every
+    partition row says what its leader remembers per producer id."""
+    return bool(scenario.get("producers"))
 
 
 def shows_segments(scenario: dict[str, Any]) -> bool:
@@ -502,7 +509,9 @@ def diagram(
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
     received = received_so_far(steps, this_process=True)
-    acks = format_value((scenario.get("producer") or {}).get("acks", "all"))
+    counters = counters_shown(scenario)
+    first_producer = (scenario.get("producers") or [{}])[0] if counters else scenario.get("producer") or {}
+    acks = format_value(first_producer.get("acks", "all"))
     topic = (scenario.get("topic") or {}).get("name", "t")
     several = len(states) > 1
     readers = bool(scenario.get("consumers"))
@@ -517,6 +526,13 @@ def diagram(
         "pills": _pills(snaps),
         "timers": [],
     }
+    if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
+        model["producer"]["lines"] = eos.producer_lines(scenario, snaps) + model["producer"]["lines"]
+        for st, row in zip(states, model["rows"], strict=True):
+            snap = None if st.get("absent") else snaps[st["number"]]
+            badge = eos.state_badge(snap, st["number"], st["leader"])
+            if badge is not None:
+                row["badges"].append(badge)
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))

@@ -20,10 +20,11 @@ KnobValue = str | int | bool
 
 # The dotted paths a knob may set. The first segment names the scenario section; the rest is the
 # real Kafka config key, which itself contains dots (`topic.min.insync.replicas` sets
-# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` is
-# the one list section: `consumers.auto.offset.reset` writes the key into every consumer.
-KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers")
-LIST_SECTIONS = ("consumers",)
+# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` and
+# `producers` are list sections: `consumers.auto.offset.reset` writes the key into every consumer,
+# `producers.enable.idempotence` into every producer process (scene 08 names its producers).
+KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers", "producers")
+LIST_SECTIONS = ("consumers", "producers")
 TOP_LEVEL_TARGETS = ("kafka_version", "seed")
 
 
@@ -291,8 +292,11 @@ class QA(_Strict):
 #                          in three different partitions
 #   fan_out                every record appended is received by consumers of two or more groups,
 #                          one of which first subscribed after the last record was appended
+#   duplicate_then_dedupe  the log holds a record twice (the engine's duplicates ledger); second
+#                          part: a batch was sent again after it was written, and the log holds
+#                          one copy of everything
 ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out", "skip_records",
-                        "hot_partition"]
+                        "hot_partition", "duplicate_then_dedupe"]
 
 
 class Challenge(_Strict):
