@@ -5,7 +5,7 @@ engine's view at the current step (never re-derived: the engine decides them).
     remembered(snap)         what a partition's leader remembers per producer id
     duplicates(snaps)        the engine ledger's duplicates at this step, over every partition
     producer_lines(...)      the producer box's counter lines
-    state_badge(snap, n)     a partition row's badge: the leader's last sequence per producer id
+    state_badges(snap, n, leader)  the broker strip's badges: what a leader remembers per producer id
 """
 
 from __future__ import annotations
@@ -79,24 +79,26 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
     return lines
 
 
-def state_badge(snap: dict[str, Any] | None, number: int, leader: int | None) -> dict[str, Any] | None:
-    """The leader's producer state as one badge on the partition's row: per producer id, its epoch
-    and the last sequence it holds; the title lists the remembered batches."""
-    rows = remembered(snap)
-    if not rows or leader is None:
-        return None
-    text = " · ".join(f"pid {r['producer_id']} e{r['epoch']} last seq {r['last_sequence']}"
-                      for r in rows[-2:])
-    ranges = []
-    for r in rows:
+def state_badges(snap: dict[str, Any] | None, number: int, leader: int | None,
+                 several: bool = False) -> list[dict[str, Any]]:
+    """The leader's producer state as badges for the broker strip, one per producer id: its epoch
+    and the last sequence the leader holds; the title lists the remembered batches."""
+    if leader is None:
+        return []
+    out = []
+    where = f"P{number} " if several else ""
+    for r in remembered(snap):
         spans = ", ".join(
-            (f"seq {a}-{b}" if b > a else f"seq {a}") + (f" at {c}-{d}" if d > c else f" at {c}")
+            (f"seq {a}-{b}" if b > a else f"seq {a}")
+            + (f" at offsets {c}-{d}" if d > c else f" at offset {c}")
             for a, b, c, d in r["batches"]
         )
-        ranges.append(f"producer id {r['producer_id']}, epoch {r['epoch']}: {spans}")
-    return {
-        "text": text,
-        "cls": "pstate",
-        "title": (f"What B{leader}, P{number}'s leader, remembers per producer id (its last five batches, "
-                  f"to answer a retry with the original offsets): " + "; ".join(ranges)),
-    }
+        out.append({
+            "text": (f"B{leader} {where}knows pid {r['producer_id']}: e{r['epoch']}, "
+                     f"last seq {r['last_sequence']}"),
+            "cls": "broker",
+            "title": (f"What B{leader}, P{number}'s leader, remembers about producer id "
+                      f"{r['producer_id']}: epoch {r['epoch']}, last sequence {r['last_sequence']}, and its "
+                      f"last batches ({spans}), to answer a retry of any of them with the original offsets"),
+        })
+    return out

@@ -528,11 +528,9 @@ def diagram(
     }
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
         model["producer"]["lines"] = eos.producer_lines(scenario, snaps) + model["producer"]["lines"]
-        for st, row in zip(states, model["rows"], strict=True):
-            snap = None if st.get("absent") else snaps[st["number"]]
-            badge = eos.state_badge(snap, st["number"], st["leader"])
-            if badge is not None:
-                row["badges"].append(badge)
+        for st in existing(states):
+            snap = snaps[st["number"]]
+            model["brokers"].extend(eos.state_badges(snap, st["number"], st["leader"], several))
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))
