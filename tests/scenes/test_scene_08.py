@@ -38,7 +38,8 @@ def remembered_at(r, step: int) -> list[tuple[int, int, int, list]]:
 
 def test_header_knobs_and_beats(s08):
     assert (s08.id, s08.slug) == ("08", "exactly-once")
-    assert [k.key for k in s08.knobs] == ["enable.idempotence", "acks", "max.in.flight.requests.per.connection"]
+    knobs = [k.key for k in s08.knobs]
+    assert knobs == ["enable.idempotence", "acks", "max.in.flight.requests.per.connection"]
     assert s08.knob("acks").only_if == {"enable.idempotence": ["false"]}
     assert [b.id for b in s08.beats] == BEATS
     assert s08.challenge.goal == "duplicate_then_dedupe"
@@ -65,7 +66,8 @@ def test_A1_with_idempotence_the_leader_answers_the_retry_with_offsets_0_to_4(s0
     r = replay(s08, "idempotent-retry")
     assert log(r) == [(i, rec, 1000, i) for i, rec in enumerate(ABCDE)]
     (p,) = r["produce"]
-    assert (p["offsets"], p["attempts"], p["producer_id"], p["producer_epoch"]) == ([0, 1, 2, 3, 4], 2, 1000, 0)
+    assert (p["offsets"], p["attempts"]) == ([0, 1, 2, 3, 4], 2)
+    assert (p["producer_id"], p["producer_epoch"]) == (1000, 0)
     assert r["duplicate_records"] == []
     append = step_index(r, "leader_append")
     assert sequences_at(r, append) == [("app", 1000, 0, 5, True)]  # "next sequence ... becomes 5"
