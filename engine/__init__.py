@@ -88,12 +88,7 @@ def _refuse_unsimulated(cfg: Any) -> None:
     """The contract's part 2 is parsed in full (engine/scenario.py); what the simulator does not
     run yet is refused here with a clear problem, never run half-way. Each line goes when the
     simulator learns it (issues 10 and 12)."""
-    later = {
-        "init_transactions": "transactions",
-        "begin_transaction": "transactions",
-        "commit_transaction": "transactions",
-        "abort_transaction": "transactions",
-    }
+    later: dict[str, str] = {}
     round_robin = generation_for(cfg.profile.version) == "round-robin"
     ignores_keys = {pc.id: pc.partitioner_ignore_keys for pc in cfg.producers}
     first_producer = cfg.producers[0].id if cfg.producers else None

@@ -18,6 +18,7 @@ from .producers import ProducerProc
 from .scenario import Config, Limits, ScenarioError
 from .sim import _WAKEUPS, Sim
 from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, FIRST_PRODUCER_ID, TOPIC_KINDS, ProducerSession
+from .transactions import TXN_ACTIONS, Transactions
 
 _LOOP_TICK = Clients._loop_tick
 
@@ -121,7 +122,7 @@ def _run(
     for sim in sims:
         sim.start()
     born = [(0, 0)] * len(sims)  # (step, ms) at which each partition was created
-    action_t_ms, chosen, producers = _drive(cfg, clock, sims, clients, make, born)
+    action_t_ms, chosen, producers, txns = _drive(cfg, clock, sims, clients, make, born)
     clock.budget.check()
     for sim in sims:
         sim.now = clock.now
@@ -148,6 +149,10 @@ def _run(
     if clients is not None:
         out.update(clients.result())
         out["producers"] = {pid: producer.result() for pid, producer in producers.items()}
+        out["transactions"] = txns.entries if txns is not None else []
+        if txns is not None:
+            for pid, producer in producers.items():
+                txns.producer_result(producer.session, out["producers"][pid])
         out["notes"] = list(cfg.notes)
         if multi:
             for entry, extra in zip(out["partitions"], part2, strict=True):
@@ -173,7 +178,7 @@ def _drive(
     clients: Clients | None,
     make: Any,
     born: list[tuple[int, int]],
-) -> tuple[list[int], list[int], dict[str, ProducerProc]]:
+) -> tuple[list[int], list[int], dict[str, ProducerProc], Transactions | None]:
     """Run the scenario's actions in order; returns the simulated time at which each began, the
     partition each produce went to, and the producer processes.
 
@@ -195,6 +200,9 @@ def _drive(
         )
         for pc in cfg.producers
     }
+    txns = Transactions(cfg, clock, sims, pids) if any(pc.transactional for pc in cfg.producers) else None
+    if txns is not None:
+        txns.groups = clients
     produced = 0
     starts: list[int] = []
     chosen: list[int] = []
@@ -207,8 +215,14 @@ def _drive(
         do = a.do
         if do == "produce":
             producer = producers[a.producer or cfg.producers[0].id]
+            session = producer.session
+            txn = txns is not None and producer.config.transactional
             if one is not None:
-                one.produce(a, len(one.batches), producer.session)
+                refused = txns.before_send(session, 0) if txn else None  # type: ignore[union-attr]
+                one.now = clock.now
+                one.produce(a, len(one.batches), session, refused)
+                if txn:
+                    txns.sent(session, 0, len(one.batches) - 1)  # type: ignore[union-attr]
                 chosen.append(0)
                 continue
             if a.records is None:  # name records across the topic, not per partition
@@ -218,8 +232,16 @@ def _drive(
             p = producer.choose(a)
             chosen.append(p)
             sim = sims[p]
-            sim.produce(a, len(sim.batches), producer.session)
+            # a transactional send to a partition new to the transaction waits for AddPartitionsToTxn
+            refused = txns.before_send(session, p) if txn else None  # type: ignore[union-attr]
+            sim.now = clock.now
+            sim.produce(a, len(sim.batches), session, refused)
+            if txn:
+                txns.sent(session, p, len(sim.batches) - 1)  # type: ignore[union-attr]
             producer.after_produce(a, p, a.records)
+        elif do in TXN_ACTIONS:
+            assert txns is not None  # the scenario refuses these for a producer without transactional.id
+            _txn_action(txns, producers[a.producer or cfg.producers[0].id], a)
         elif do == "advance":
             clock.run_until(now + a.ms)
         elif do == "settle":
@@ -242,7 +264,21 @@ def _drive(
                 _apply(sim, cfg, i, a)
             if clock.stale:
                 clock.refresh_stale()
-    return starts, chosen, producers
+    return starts, chosen, producers, txns
+
+
+def _txn_action(txns: Transactions, producer: ProducerProc, a: Any) -> None:
+    """A transactional call of a producer's application (engine/transactions.py)."""
+    do = a.do
+    txns.now = txns.clock.now
+    if do == "init_transactions":
+        txns.init_transactions(producer)
+    elif do == "begin_transaction":
+        txns.begin_transaction(producer)
+    elif do in ("commit_transaction", "abort_transaction"):
+        txns.end_transaction(producer, do == "commit_transaction")
+    else:
+        txns.send_offsets(producer, a.consumer, a.offsets)
 
 
 class PidAllocator:
@@ -254,10 +290,16 @@ class PidAllocator:
         self.next = FIRST_PRODUCER_ID
 
     def session(self, pc: Any, now: int) -> ProducerSession:
+        """A producer process starting: an idempotent one gets its id now; a transactional one
+        only from initTransactions() (the coordinator's, the same for every instance)."""
         pid = -1
-        if pc.enable_idempotence:
-            pid, self.next = self.next, self.next + 1
+        if pc.enable_idempotence and not pc.transactional:
+            pid = self.allocate()
         return ProducerSession(pc, pid, now)
+
+    def allocate(self) -> int:
+        pid, self.next = self.next, self.next + 1
+        return pid
 
 
 def _producer_lifecycle(producer: ProducerProc, do: str, sims: list[Sim], pids: PidAllocator) -> None:

@@ -19,8 +19,9 @@ import heapq
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from . import transactions as txn
 from .clients_spec import BY_DURATION, ConsumerConfig
-from .offsets import NO_OFFSET, Coordinator, Group, coordinator_of, offsets_partition_for
+from .offsets import NO_OFFSET, Commit, Coordinator, Group, coordinator_of, offsets_partition_for
 from .results import ClientsResult, GroupResult
 from .scenario import problem
 from .segments import reset_timestamp
@@ -580,15 +581,42 @@ class Clients:
                 if error is not None:
                     return [], error
                 continue
-            end = min(hw, pos + limit - len(got))
-            got.extend((p, off, log[off]) for off in range(pos, end))
+            sim = self.sims[p]
+            if not sim.has_txn:
+                end = min(hw, pos + limit - len(got))
+                got.extend((p, off, log[off]) for off in range(pos, end))
+                continue
+            # transactions (engine/transactions.py): read_committed stops at the LSO; control
+            # records, and aborted ones under read_committed, never reach the application
+            isolation = c.spec.isolation_level
+            bound = txn.fetch_bound(sim, isolation)
+            assert bound is not None
+            records, nxt, dropped = txn.read(sim, pos, bound, limit - len(got), isolation)
+            got.extend((p, off, entry) for off, entry in records)
+            if dropped:
+                c.position[p] = nxt
+                self.step(
+                    "consumer_skip_txn_records",
+                    c.id,
+                    f"{c.id}'s fetch of P{p} gets {txn.describe_dropped(sim, dropped)}: the client drops "
+                    f"{'them' if len(dropped) != 1 else 'it'} and its position moves past",
+                    consumer=c.id,
+                    partition_id=p,
+                )
+            if isolation == "read_committed" and nxt >= bound and bound < hw and sim.txn is not None:
+                sim.txn.tell_held(c.id, p, bound, hw)
         return got, None
 
     def _has_data(self, c: ConsumerProc) -> bool:
         for p in c.assigned:
             view = self.read_view(p)
             if view is not None and p in c.position and view[1] > c.position[p]:
-                return True
+                sim = self.sims[p]
+                if not sim.has_txn or c.spec.isolation_level != "read_committed":
+                    return True
+                bound = txn.fetch_bound(sim, "read_committed")  # the LSO
+                if bound is not None and bound > c.position[p]:
+                    return True
         return False
 
     def _empty_poll(self, c: ConsumerProc, started: int) -> None:
@@ -634,7 +662,13 @@ class Clients:
             else:
                 _start, hw, leo, _log = view
                 pos = c.position[p]
-                if pos < hw:
+                lso = txn.fetch_bound(self.sims[p], c.spec.isolation_level) if self.sims[p].has_txn else hw
+                if lso is not None and lso < hw and pos >= lso:
+                    others.append(
+                        f"P{p} is held at the last stable offset {lso}: read_committed reads nothing past "
+                        f"an open transaction's first record (HW {hw})"
+                    )
+                elif pos < hw:
                     others.append(f"P{p}'s records from {pos} became readable only as the timeout ran out")
                 elif leo > hw:
                     others.append(
@@ -653,7 +687,7 @@ class Clients:
             rec = {"partition": p, "offset": off, "key": batch.key if batch else None, "record": record}
             entry["records"].append(rec)
             c.received.append({"partition": p, "offset": off, "record": record})
-            c.position[p] = off + 1
+            c.position[p] = max(c.position.get(p, 0), off + 1)  # a fetch may have moved it past markers
         narrator = self.sims[0]
         if narrator.quiet:  # nothing reads the step's text: count it, as step() would
             narrator.now = self.clock.now
@@ -866,6 +900,34 @@ class Clients:
             },
             "groups": self.groups(),
         }
+
+
+    # ---------------------------------------------------------------------------------------
+    # KIP-447 (engine/transactions.py): the group coordinator's side of a transactional offset commit
+
+    def check_txn_commit(self, group_id: str, member: str | None, generation: int) -> str | None:
+        """TxnOffsetCommit's member and generation check, as for a commit (ClassicGroup
+        .validateOffsetCommit with isTransactional: CompletingRebalance is not refused)."""
+        g = self.coordinator.groups.get(group_id)
+        if g is None:
+            return None if generation < 0 else "ILLEGAL_GENERATION"
+        if member is None:
+            return "UNKNOWN_MEMBER_ID" if g.members else None
+        if member not in g.members:
+            return "UNKNOWN_MEMBER_ID"
+        if generation != g.generation:
+            return "ILLEGAL_GENERATION"
+        return None
+
+    def apply_txn_offsets(self, group_id: str, offsets: dict[int, int], now: int) -> None:
+        """The COMMIT marker reached the group's __consumer_offsets partition: its pending
+        transactional offsets become the group's committed offsets (OMM 1051-1100)."""
+        g = self.coordinator.groups.get(group_id)
+        if g is None:
+            g = self.coordinator.groups[group_id] = Group(group_id, protocol="simple", state_since_ms=now)
+        for p, o in offsets.items():
+            g.offsets[(self.topic, p)] = Commit(o, now)
+        self._schedule_offsets_cleanup()
 
 
 def _keyed(offsets: dict[int, int]) -> dict[str, int]:

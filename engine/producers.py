@@ -110,7 +110,12 @@ class ProducerProc:
         self.refresh_at = None
         self.started_ms = session.started_ms
         pc = self.config
-        if session.pid >= 0:
+        if pc.transactional:
+            who = (
+                f"no producer id until initTransactions(), which gives transactional.id "
+                f"{pc.transactional_id!r} its old producer id with a higher epoch"
+            )
+        elif session.pid >= 0:
             who = f"producer id {session.pid} (InitProducerId), epoch 0, every sequence from 0"
         else:
             who = "no producer id (enable.idempotence is off)"

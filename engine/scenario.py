@@ -374,6 +374,19 @@ class TransactionAction(_Strict):
     producer: ClientRef | None = None  # required when the scenario has several producers
 
 
+class SendOffsetsToTransaction(_Strict):
+    """Not in the contract's action table, added for KIP-447 (issue 12, engine/transactions.py):
+    `producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata())`. `consumer` is the
+    consumer whose group metadata (group id, member id, generation) goes with the offsets;
+    `offsets` (`{"0": 5}`) defaults to that consumer's positions. The offsets become the group's
+    committed offsets only when the transaction commits; a stale generation is fenced."""
+
+    do: Literal["send_offsets_to_transaction"]
+    producer: ClientRef | None = None
+    consumer: ClientRef
+    offsets: dict[Annotated[str, Field(max_length=8)], Annotated[int, Field(ge=0, le=LONG_MAX)]] | None = None
+
+
 class Subscribe(_Strict):
     do: Literal["subscribe"]
     consumer: ClientRef
@@ -438,6 +451,7 @@ _ACTION_MODELS = (
     SetConfig,
     Elect,
     TransactionAction,
+    SendOffsetsToTransaction,
     Subscribe,
     Assign,
     Poll,
@@ -460,6 +474,7 @@ Action = Annotated[
     | SetConfig
     | Elect
     | TransactionAction
+    | SendOffsetsToTransaction
     | Subscribe
     | Assign
     | Poll
@@ -955,6 +970,43 @@ def uses_long_time(sc: Scenario) -> bool:
     )
 
 
+def _check_transactional_calls(actions: list[Any], producers: list[ProducerConfig], bad: Any) -> None:
+    """The order of a transactional producer's calls, as its application makes them (Kafka's
+    TransactionManager throws IllegalStateException otherwise): initTransactions() once per
+    process, then begin / send... / commit or abort; a send only inside a transaction. What
+    happens at run time (a fence, a timeout) is the engine's: a call the application makes in the
+    right order may still fail there, with Kafka's error in `transactions`."""
+    by_id = {pc.id: pc for pc in producers}
+    state: dict[str, str] = {pc.id: "new" for pc in producers if pc.transactional}
+    for i, a in enumerate(actions):
+        name = getattr(a, "producer", None)
+        if name is None and (a.do == "produce" or "transaction" in a.do):
+            name = producers[0].id if len(producers) == 1 else None
+        pc = by_id.get(name) if name is not None else None
+        if pc is None or not pc.transactional:
+            continue
+        path = f"actions[{i}]"
+        now = state[pc.id]
+        if a.do == "restart":
+            state[pc.id] = "new"
+        elif a.do == "init_transactions":
+            if now != "new":
+                bad(path, f"producer {pc.id!r} already called initTransactions() in this process")
+            state[pc.id] = "ready"
+        elif now == "new" and a.do in ("produce", "begin_transaction", "commit_transaction",
+                                       "abort_transaction", "send_offsets_to_transaction"):
+            bad(path, f"producer {pc.id!r} has a transactional.id: call init_transactions first")
+        elif a.do == "begin_transaction":
+            if now == "in":
+                bad(path, f"producer {pc.id!r} is already in a transaction: commit or abort it first")
+            state[pc.id] = "in"
+        elif a.do in ("produce", "send_offsets_to_transaction") and now != "in":
+            bad(path, f"a transactional producer sends only inside a transaction: begin_transaction first "
+                f"(producer {pc.id!r})")
+        elif a.do in ("commit_transaction", "abort_transaction"):
+            state[pc.id] = "done"
+
+
 def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
     """Fill every default from the version profile and check what pydantic cannot."""
     prof = PROFILES[sc.kafka_version]
@@ -1233,6 +1285,18 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                     f"producer {pc.id!r} has no transactional.id: Transactional method invoked on a "
                     "non-transactional producer (Kafka's IllegalStateException)",
                 )
+        elif a.do == "send_offsets_to_transaction":
+            pc = producer_ref(path, a.producer)
+            if pc is not None and not pc.transactional:
+                bad(
+                    f"{path}.producer" if a.producer is not None else path,
+                    f"producer {pc.id!r} has no transactional.id: sendOffsetsToTransaction needs a "
+                    "transactional producer",
+                )
+            needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
+            for key in a.offsets or {}:
+                if not re.fullmatch(r"0|[1-9][0-9]*", key):
+                    bad(f"{path}.offsets.{key}", 'offsets maps partition numbers ("0", "1", ...) to offsets')
         elif a.do == "subscribe":
             needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
             if a.topics is not None:
@@ -1296,6 +1360,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             f"({produced * len(replicas)} copies); at most {limits.max_record_copies} fit in one run; "
             "produce fewer records or use fewer replicas",
         )
+    _check_transactional_calls(actions, producers, bad)
     if problems:
         raise ScenarioError(problems[:50])
 

@@ -147,6 +147,11 @@ class Sim(
         self.kraft = self.prof.session_guards_reregistration or self.prof.alter_partition
         self._mlog_leader_epoch = 0
         self.quiet = False
+        # transactions (engine/transactions.py): the run's coordinator, whether this partition
+        # has seen a transactional batch or marker, and the last LSO computed per broker
+        self.txn: Any = None
+        self.has_txn = False
+        self.txn_cache: dict[int, Any] = {}
 
     # ---------------------------------------------------------------------------------------
     # event loop

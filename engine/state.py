@@ -218,6 +218,9 @@ class Batch:
         "session",
         "action",
         "lose_response",
+        # transactions (engine/transactions.py)
+        "txn",
+        "control",
     )
 
     def __init__(
@@ -255,6 +258,11 @@ class Batch:
         self.on_disk: Any = None  # its segments.Batch as first written, shared by replicas at those offsets
         self.seq = -1  # an idempotent batch's base sequence (one per record); -1: none
         self.pepoch = 0  # the producer epoch its sequence belongs to
+        # transactions (engine/transactions.py): a batch sent inside a transaction (the produce
+        # request's transactional flag), and a transaction marker's kind ("COMMIT" / "ABORT": a
+        # control batch the coordinator has a leader write; None for data)
+        self.txn = False
+        self.control: str | None = None
 
 
 def _fmt_offsets(first: int, last: int) -> str:
@@ -278,7 +286,7 @@ def _fmt_set(ids: list[int]) -> str:
 # Steps about a broker or the operator, which every partition's simulation emits identically; with
 # several partitions they are kept once (from partition 0). Steps that carry records are per partition.
 # steps of the consumers and the admin client (engine/consumers.py), not of one partition's replicas
-CLIENT_KIND_PREFIXES = ("consumer_", "group_", "admin_")
+CLIENT_KIND_PREFIXES = ("consumer_", "group_", "admin_", "txn_")  # txn_: engine/transactions.py
 BROKER_LEVEL_KINDS = frozenset(
     {
         "broker_crash",

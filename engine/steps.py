@@ -770,6 +770,148 @@ ZK_STEP_KINDS: dict[str, StepKind] = {
 }
 
 
+# ---- transactions (issue 12; engine/transactions.py). Paths and lines as cited in the reference's
+# §B at the commit above: TC TransactionCoordinator.scala, TMD TransactionMetadata.scala, TSM
+# TransactionStateManager.scala, TM the producer's TransactionManager.java, PAI
+# ProducerAppendInfo.java, UL UnifiedLog.scala, CF the consumer's CompletedFetch.java.
+_TC = "core/src/main/scala/kafka/coordinator/transaction/TransactionCoordinator.scala"
+_TMD = "core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala"
+_TSM = "core/src/main/scala/kafka/coordinator/transaction/TransactionStateManager.scala"
+_TM = "clients/src/main/java/org/apache/kafka/clients/producer/internals/TransactionManager.java"
+_PAI = "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java"
+_CF = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/CompletedFetch.java"
+STEP_KINDS.update(
+    {
+        "txn_init_producer_id": StepKind(
+            "coordinator",
+            "TransactionCoordinator.handleInitProducerId",
+            _TC,
+            "109-281",
+            "InitProducerId with a transactional.id: the same producer id, the epoch one higher; "
+            "older instances holding a lower epoch are fenced",
+        ),
+        "txn_concurrent_transactions": StepKind(
+            "coordinator",
+            "TransactionCoordinator.handleInitProducerId",
+            _TC,
+            "230-241",
+            "a transaction of this transactional.id is still being completed: CONCURRENT_TRANSACTIONS, "
+            "the client backs off and asks again",
+        ),
+        "txn_fence_epoch": StepKind(
+            "coordinator",
+            "TransactionMetadata.prepareFenceProducerEpoch",
+            _TMD,
+            "257-267",
+            "PrepareEpochFence: the coordinator bumps the epoch of an ongoing transaction and aborts it",
+        ),
+        "txn_begin": StepKind(
+            "producer",
+            "KafkaProducer.beginTransaction",
+            _KP,
+            "683-689",
+            "beginTransaction() is purely local: nothing is sent, no timer starts",
+        ),
+        "txn_add_partitions": StepKind(
+            "coordinator",
+            "TransactionCoordinator.handleAddPartitionsToTransaction",
+            _TC,
+            "394-443",
+            "AddPartitionsToTxn before the first produce to a partition: the transaction becomes "
+            "Ongoing and transaction.timeout.ms starts",
+        ),
+        "txn_prepare": StepKind(
+            "coordinator",
+            "TransactionCoordinator.endTransaction",
+            _TC,
+            "692-697",
+            "EndTxn: PrepareCommit (or PrepareAbort) is written to __transaction_state and the "
+            "coordinator answers at once, before any marker exists",
+        ),
+        "leader_write_txn_marker": StepKind(
+            "broker",
+            "KafkaApis.handleWriteTxnMarkersRequest",
+            _KA,
+            "2429-2483",
+            "a partition leader appends a transaction marker: a control record that takes an offset",
+        ),
+        "leader_advance_lso": StepKind(
+            "broker",
+            "UnifiedLog.lastStableOffset",
+            _UL,
+            "425-430",
+            "the marker is below the high watermark: the last stable offset moves past the transaction",
+        ),
+        "txn_complete": StepKind(
+            "coordinator",
+            "TransactionMarkerChannelManager.maybeWriteTxnCompletion",
+            "core/src/main/scala/kafka/coordinator/transaction/TransactionMarkerChannelManager.scala",
+            "313-331",
+            "every marker is written: CompleteCommit (or CompleteAbort) in __transaction_state",
+        ),
+        "txn_producer_fenced": StepKind(
+            "coordinator",
+            "TransactionCoordinator.endTransaction",
+            _TC,
+            "539-562",
+            "a request carries an epoch older than the coordinator's: PRODUCER_FENCED (fatal)",
+        ),
+        "txn_timeout_abort": StepKind(
+            "coordinator",
+            "TransactionCoordinator.abortTimedOutTransactions",
+            _TC,
+            "759-795",
+            "the periodic sweep finds a transaction older than transaction.timeout.ms: it fences the "
+            "epoch and aborts it",
+        ),
+        "txn_client_error": StepKind(
+            "producer",
+            "TransactionManager.transitionToFatalError / transitionToAbortableError",
+            _TM,
+            "673-683",
+            "a transactional call fails: fatal (close the producer) or abortable (abortTransaction())",
+        ),
+        "txn_end_local": StepKind(
+            "producer",
+            "TransactionManager.beginCommit",
+            _TM,
+            "816-824",
+            "no partition was ever added: the transaction ends on the client, no EndTxn is sent",
+        ),
+        "leader_reject_invalid_epoch": StepKind(
+            "broker",
+            "ProducerAppendInfo.checkProducerEpoch",
+            _PAI,
+            "96-110",
+            "a produce with an epoch older than the producer state's: INVALID_PRODUCER_EPOCH, "
+            "nothing appended",
+        ),
+        "consumer_held_at_lso": StepKind(
+            "consumer",
+            "UnifiedLog.read (FetchIsolation.TXN_COMMITTED)",
+            _UL,
+            "1240-1245",
+            "a read_committed fetch stops at the last stable offset while a transaction is open",
+        ),
+        "consumer_skip_txn_records": StepKind(
+            "consumer",
+            "CompletedFetch.nextFetchedRecord",
+            _CF,
+            "207-239",
+            "the client drops control records (and, read_committed, aborted ones); the position "
+            "moves past them",
+        ),
+        "txn_send_offsets": StepKind(
+            "coordinator",
+            "OffsetMetadataManager.commitTransactionalOffset",
+            _OMM,
+            "1051-1100",
+            "KIP-447: TxnOffsetCommit with the consumer's group metadata; a stale generation is fenced",
+        ),
+    }
+)
+
+
 def step_kind(kind: str, kraft: bool = True) -> StepKind:
     """The step kind as the profile's era names it: KRaft's by default, the ZooKeeper era's
     (ZK_STEP_KINDS) where one differs and the run's profile predates KRaft."""

@@ -37,6 +37,10 @@ class LeaderRole:
         b = self.batches[idx]
         if b.acks == 0:
             return  # acks=0 gets no response (KA 709-728)
+        if b.control is not None:  # a transaction marker: the answer goes to the coordinator
+            answer = (self.partition, idx, attempt_id, error, offsets)
+            self.send(bid, "txn-coordinator", self.txn.marker_answer, answer)
+            return
         if b.lose_response:
             # the scenario's lost response (kafka-eos-kraft A1): the leader has done its work, the
             # answer never reaches the producer, which hears nothing until request.timeout.ms
@@ -96,7 +100,7 @@ class LeaderRole:
                 f"{len(br.isr)} < min.insync.replicas {eff}: NOT_ENOUGH_REPLICAS (19), nothing appended",
             )
             return
-        existing = br.batch_offsets.get(idx) if batch.idempotent else None
+        existing = br.batch_offsets.get(idx) if batch.idempotent or batch.control is not None else None
         if existing is None and br.seg is not None and batch.nbytes is not None:
             too_big = br.seg.too_large(batch.nbytes)
             if too_big is not None:
@@ -111,10 +115,28 @@ class LeaderRole:
                     f"than the topic's {key}={limit}: {error}, nothing appended",
                 )
                 return
+        if existing is not None and batch.idempotent:
+            state = self._last_sequence(br, batch.session.pid)
+            if state is not None and state[0] > batch.pepoch:
+                existing = None  # a duplicate needs the same epoch (PSE 135): the epoch check refuses it
         if existing is None and batch.idempotent:
             state = self._last_sequence(br, batch.session.pid)
             if state is not None:
                 epoch, last = state
+                if batch.pepoch < epoch:
+                    # PAI 96-110: a lower epoch than the producer state's (a newer instance's, or a
+                    # transaction marker's after a fence): INVALID_PRODUCER_EPOCH since 2.8
+                    self._reject_produce(
+                        bid,
+                        idx,
+                        attempt_id,
+                        "leader_reject_invalid_epoch",
+                        "INVALID_PRODUCER_EPOCH",
+                        f"{who} refuses {_fmt_records(batch.records)} from producer id {batch.session.pid}: "
+                        f"its epoch {batch.pepoch} is older than the epoch {epoch} this partition has seen: "
+                        "INVALID_PRODUCER_EPOCH (47), nothing appended",
+                    )
+                    return
                 if batch.pepoch == epoch and batch.seq != last + 1:
                     why = f"its first sequence is {batch.seq} but the last one here is {last}"
                 elif batch.pepoch > epoch and batch.seq != 0:
@@ -132,7 +154,9 @@ class LeaderRole:
                         "OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing appended",
                     )
                     return
-        if existing is not None:
+        if existing is not None and batch.control is not None:
+            first, last = existing  # a marker retried after it was written: answered with its offset
+        elif existing is not None:
             first, last = existing
             self.step(
                 "leader_dedupe_idempotent",
@@ -146,7 +170,18 @@ class LeaderRole:
             epoch = br.leader_epoch
             self._append(br, [(epoch, r, idx) for r in batch.records])
             last = br.leo - 1
-            if self.quiet:
+            if batch.control is not None:
+                self.tell(
+                    "leader_write_txn_marker",
+                    f"broker-{bid}",
+                    f"{who} writes the {batch.control} marker of producer id {batch.session.pid} (epoch "
+                    f"{batch.pepoch}) at offset {first}: a control record, it takes an offset and no "
+                    "consumer ever receives it",
+                    broker=bid,
+                    offsets=[first, last],
+                    control=batch.control,
+                )
+            elif self.quiet:
                 self.count_step()
             else:
                 if self.part2:  # the client-side scenes: where the records land, no epochs yet
@@ -203,13 +238,20 @@ class LeaderRole:
         it has none (then, since KIP-360, any first sequence is accepted: ProducerAppendInfo
         112-143)."""
         log = br.log
+        marker: int | None = None  # the epoch of a later transaction marker of `pid`
         for off in range(len(log) - 1, -1, -1):
             bidx = log[off][2]
             if bidx >= 0:
                 b = self.batches[bidx]
-                if b.seq >= 0 and b.session.pid == pid:
+                if b.control is not None and b.session.pid == pid:
+                    # a marker at a bumped epoch (a fence) moves the state's epoch and clears its
+                    # sequences: that epoch starts at 0 (ProducerStateEntry.maybeUpdateProducerEpoch)
+                    marker = b.pepoch if marker is None else marker
+                elif b.seq >= 0 and b.session.pid == pid:
+                    if marker is not None and marker > b.pepoch:
+                        return marker, -1
                     return b.pepoch, b.seq + off - br.batch_offsets[bidx][0]
-        return None
+        return (marker, -1) if marker is not None else None
 
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
         start = br.leo
@@ -251,6 +293,9 @@ class LeaderRole:
     def _complete_parked(self, br: Broker, entry: list[Any], verdict: str) -> None:
         idx, attempt_id, required, acks, offsets = entry
         b = self.batches[idx]
+        if b.control is not None:  # a marker: the coordinator narrates its answer (leader_advance_lso)
+            self._respond(br.id, idx, attempt_id, verdict or None, offsets if verdict == "" else None)
+            return
         if verdict == "" and self.quiet:
             self._respond(br.id, idx, attempt_id, None, offsets)
             self.count_step()

@@ -13,6 +13,7 @@ from ..state import (
     NO_LEADER,
     Broker,
 )
+from ..transactions import list_offsets_committed
 
 
 class LogRole:
@@ -76,7 +77,10 @@ class LogRole:
         if leader is None or not leader.alive or leader.role != "leader" or leader.seg is None:
             return None
         leader.seg.update_high_watermark(leader.hw)
-        return leader.seg.list_offsets(timestamp, isolation)
+        answer = leader.seg.list_offsets(timestamp, isolation)
+        if isolation == "read_committed" and self.has_txn:  # the LSO (engine/transactions.py)
+            answer = list_offsets_committed(self, answer, timestamp)
+        return answer
 
     def delete_records(self, offset: int) -> tuple[int, str | None]:
         """Partition.deleteRecordsOnLeader: the leader moves its log start offset (-1: to its HW);

@@ -15,6 +15,7 @@ from ..state import (
     NEVER,
     NO_LEADER,
 )
+from ..transactions import last_stable_offset, log_view
 
 
 def duplicates(records: Any) -> list[str]:
@@ -157,7 +158,7 @@ class ObserveRole:
                 "target": b.target,
             }
             for b in self.batches
-            if b.outcome is None
+            if b.outcome is None and b.control is None
         ]
         controller = {
             "kraft": self.kraft,
@@ -184,7 +185,9 @@ class ObserveRole:
                 "failed": list(self.failed_records),
                 "sent": list(self.sent_records),
                 "lost": lost,
-                "duplicates": duplicates(r for (_e, r, _b) in leader_b.log) if leader_b is not None else [],
+                "duplicates": duplicates(
+                    r for (_e, r, x) in leader_b.log if x < 0 or self.batches[x].control is None
+                ) if leader_b is not None else [],
             },
         }
         if self.part2:
@@ -194,6 +197,16 @@ class ObserveRole:
             # id, and each producer session's epoch and next sequence here
             part["producer_state"] = self.producer_state(leader_b) if leader_b is not None else []
             out["producer"]["sequences"] = self.producer_sequences()
+            part["lso"] = last_stable_offset(self)
+        if self.has_txn:  # transactions: which log entries are markers, the coordinator's state
+            for bid, shown in zip(sorted(self.brokers), brokers.values(), strict=True):
+                log = self.brokers[bid].log
+                for e in shown["log"]:
+                    x = log[e["offset"]][2]
+                    if x >= 0 and self.batches[x].control is not None:
+                        e["control"] = self.batches[x].control
+            if self.txn is not None:
+                out["transactions"] = self.txn.snapshot()
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out
@@ -220,6 +233,20 @@ class ObserveRole:
         for off in range(start, len(log)):
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
+            if batch is not None and batch.control is not None:  # a transaction marker
+                entries.append(
+                    {
+                        "offset": off,
+                        "key": None,
+                        "record": None,
+                        "timestamp_ms": batch.timestamp,
+                        "producer_id": batch.session.pid,
+                        "producer_epoch": batch.pepoch,
+                        "sequence": -1,
+                        "control": batch.control,
+                    }
+                )
+                continue
             entries.append(
                 {
                     "offset": off,
@@ -240,7 +267,7 @@ class ObserveRole:
             "leader": c.leader if c.leader != NO_LEADER else None,
             "hw": hw,
             "leo": len(log),
-            "lso": hw,
+            "lso": log_view(self, leader).lso if leader is not None else 0,
             "log_start_offset": start,
             "cleaner_point": start,
             "segments": self.leader_segments(),
@@ -269,6 +296,13 @@ class ObserveRole:
         where = f"step {self.nsteps} (t={self.now} ms)"
         if c.leader != NO_LEADER and c.leader not in c.isr:
             self.violations.append(f"{where}: leader B{c.leader} is not in the ISR {c.isr}")
+        if self.has_txn and c.leader != NO_LEADER:  # the contract's log_start_offset <= lso <= hw <= leo
+            L = self.brokers[c.leader]
+            start, lso = self.log_start_offset(), log_view(self, L).lso
+            if not start <= lso <= L.hw <= L.leo:
+                self.violations.append(
+                    f"{where}: B{L.id} has log start {start}, LSO {lso}, HW {L.hw}, LEO {L.leo}: out of order"
+                )
         for b in self.brokers.values():
             if not b.alive or b.role != "leader":
                 continue
@@ -316,6 +350,8 @@ class ObserveRole:
         produce = []
         acked: list[str] = []
         for b in self.batches:
+            if b.control is not None:
+                continue  # a transaction marker: the coordinator's, not a produce action's
             produce.append(
                 {
                     "records": b.records,
@@ -339,9 +375,11 @@ class ObserveRole:
                 acked.extend(b.records)
         if c.leader != NO_LEADER:
             L = self.brokers[c.leader]
-            leader_records = [r for (_e, r, _b) in L.log]
+            batches = self.batches
+            data = [(off, r) for off, (_e, r, x) in enumerate(L.log) if x < 0 or batches[x].control is None]
+            leader_records = [r for _off, r in data]
             lost = self.lost_acked(acked)
-            visible = leader_records[: L.hw]
+            visible = [r for off, r in data if off < L.hw]
             dups = duplicates(leader_records)
         else:
             lost, visible, dups = [], [], []

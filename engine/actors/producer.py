@@ -29,16 +29,20 @@ class ProducerRole:
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
 
-    def produce(self, action: Any, index: int, session: ProducerSession | None = None) -> None:
+    def produce(
+        self, action: Any, index: int, session: ProducerSession | None = None, refused: str | None = None
+    ) -> None:
         """One produce action: a batch from `session` (the run's producer process that sends it;
-        None for a partition driven on its own, which has one producer)."""
+        None for a partition driven on its own, which has one producer). `refused`: a
+        transactional send() that fails before the batch leaves (engine/transactions.py: its
+        transaction manager holds an error, or AddPartitionsToTxn failed), with that error."""
         if session is None:
             session = self._own_producer()
         pc = session.config
         if action.records is not None:
             records = list(action.records)
         else:
-            base = sum(len(b.records) for b in self.batches)
+            base = sum(len(b.records) for b in self.batches if b.control is None)
             records = [f"m{base + i}" for i in range(action.count)]
         if action.acks is None:
             acks: int | str = pc.acks
@@ -62,9 +66,13 @@ class ProducerRole:
         b.action = self.action
         b.lose_response = action.lose_response
         b.deadline = self.now + pc.delivery_timeout_ms
+        b.txn = pc.transactional
         self.batches.append(b)
         self.senders.add(session)
         self.pending_batches += 1
+        if refused is not None:
+            self._producer_fail(b, refused, "its transaction cannot take it")
+            return
         self._producer_send(b.index)
 
     def _own_producer(self) -> ProducerSession:
