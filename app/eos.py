@@ -58,25 +58,89 @@ def idempotent(config: dict[str, Any]) -> bool:
     return config.get("enable.idempotence") is not False
 
 
+CLIENT_STATE = {"UNINITIALIZED": "not initialised", "READY": "ready", "IN_TRANSACTION": "in a transaction",
+                "COMMITTING_TRANSACTION": "committing", "ABORTING_TRANSACTION": "aborting",
+                "ABORTABLE_ERROR": "must abort", "FATAL_ERROR": "fatal error"}
+
+
+def instances(snaps: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
+    """Each transactional producer instance at this step (the engine's `producer.instances`)."""
+    for snap in snaps:
+        if snap is not None and (snap.get("producer") or {}).get("instances") is not None:
+            return list(snap["producer"]["instances"])
+    return []
+
+
 def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None]) -> list[str]:
-    """One line per producer process: its producer id, epoch and next sequence per partition; a
-    process that crashed is marked, and a producer without idempotence says it has no id."""
+    """One line per producer process: its producer id, epoch and next sequence per partition, and
+    for a transactional one its transaction manager's state (fenced when the coordinator has given
+    its transactional.id a higher epoch); a process that died is marked, a producer without
+    idempotence says it has no id. A second producer that has done nothing yet is left out."""
     several = sum(1 for s in snaps if s is not None) > 1
     rows = sessions(snaps)
+    txn = {(i["producer"], i["producer_id"]): i for i in instances(snaps)}
     lines = []
-    for pc in _producers(scenario):
+    for k, pc in enumerate(_producers(scenario)):
         pid = str(pc.get("id", "producer"))
         mine = [r for r in rows if r["producer"] == pid]
-        if not mine:
-            lines.append(f"{pid} · no producer id (idempotence off)" if not idempotent(pc)
-                         else f"{pid} · no batch numbered yet")
+        inst = [i for i in txn.values() if i["producer"] == pid]
+        if not mine and not any(i["producer_id"] >= 0 for i in inst):
+            if k == 0 or inst:
+                lines.append(f"{pid} · no producer id (idempotence off)" if not idempotent(pc)
+                             else f"{pid} · no producer id yet")
             continue
+        for i in inst:  # a transactional instance that has its id but has numbered nothing here
+            if i["producer_id"] >= 0 and not any(r["producer_id"] == i["producer_id"] for r in mine):
+                mine.append({"producer": pid, "producer_id": i["producer_id"], "epoch": i["epoch"],
+                             "alive": i["alive"], "next": {}})
         for r in mine:
-            nxt = (", ".join(f"P{p} {n}" for p, n in sorted(r["next"].items())) if several
-                   else str(next(iter(r["next"].values()))))
             head = f"{pid} · pid {r['producer_id']} · epoch {r['epoch']}"
-            lines.append(f"{head} · next seq {nxt}" if r["alive"] else f"✖ {head} (its process died)")
+            if not r["alive"]:
+                lines.append(f"✖ {head} (its process died)")
+                continue
+            if r["next"]:
+                nxt = (", ".join(f"P{p} {n}" for p, n in sorted(r["next"].items())) if several
+                       else str(next(iter(r["next"].values()))))
+                head += f" · next seq {nxt}"
+            i = txn.get((pid, r["producer_id"]))
+            if i is not None:
+                head += " · FENCED" if i["fenced"] else f" · {CLIENT_STATE.get(i['state'], i['state'])}"
+            lines.append(head)
     return lines
+
+
+def coordinator_badges(view: dict[str, Any]) -> list[dict[str, Any]]:
+    """The transaction coordinator's record of each transactional.id at this step, one badge each:
+    the broker, the producer id, the epoch it last handed out and the transaction's state."""
+    out = []
+    for tid, m in sorted((view.get("transactions") or {}).items()):
+        out.append({
+            "text": f"B{m['coordinator']}: {tid} pid {m['producer_id']} e{m['epoch']} · {m['state']}",
+            "cls": "broker",
+            "title": (f"B{m['coordinator']} leads __transaction_state partition {m['txn_partition']}, so it "
+                      f"is the transaction coordinator of {tid!r}: producer id {m['producer_id']}, epoch "
+                      f"{m['epoch']} (only an instance holding it may act), transaction {m['state']}"),
+        })
+    return out
+
+
+def cell_class(snap: dict[str, Any] | None, entry: dict[str, Any]) -> tuple[str, str] | None:
+    """How a transaction colours one log cell, with a phrase for its title: a COMMIT or ABORT
+    marker, a record of an aborted transaction, or one whose transaction has no marker yet."""
+    if snap is None:
+        return None
+    part = snap.get("partition") or {}
+    offset = int(entry["offset"])
+    control = entry.get("control")
+    if control == "COMMIT":
+        return "ctl-commit", "a COMMIT marker (a control record: it takes an offset, no consumer receives it)"
+    if control == "ABORT":
+        return "ctl-abort", "an ABORT marker (a control record: it takes an offset, no consumer receives it)"
+    if offset in (part.get("aborted") or []):
+        return "txn-aborted", "in an aborted transaction: read_committed consumers drop it"
+    if offset in (part.get("undecided") or []):
+        return "txn-open", "in a transaction with no marker yet: read_committed consumers wait at the LSO"
+    return None
 
 
 def state_badges(snap: dict[str, Any] | None, number: int, leader: int | None,

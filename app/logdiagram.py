@@ -528,9 +528,13 @@ def diagram(
     }
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
         model["producer"]["lines"] = eos.producer_lines(scenario, snaps) + model["producer"]["lines"]
-        for st in existing(states):
+        model["brokers"].extend(eos.coordinator_badges(view))
+        for st, row in zip(states, model["rows"], strict=True):
+            if st.get("absent"):
+                continue
             snap = snaps[st["number"]]
             model["brokers"].extend(eos.state_badges(snap, st["number"], st["leader"], several))
+            _transaction_cells(row, snap, st)
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))
@@ -556,6 +560,25 @@ def diagram(
     out["summary"] = summary_sentence(timeline, states, topic)
     out["description"] = describe(timeline, view, states, consumers, groups, received, model, topic)
     return out
+
+
+def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dict[str, Any]) -> None:
+    """Scene 08: colour markers, aborted and undecided records (app/eos.py), name a marker C or A,
+    and mark the last stable offset when the engine reports one (LSO; HW=LSO when they meet)."""
+    by_offset = {int(e["offset"]): e for e in st["log"]}
+    for cell in row["cells_model"]:
+        entry = by_offset.get(cell["offset"])
+        how = eos.cell_class(snap, entry) if entry is not None else None
+        if how is None:
+            continue
+        cell["epoch_class"], phrase = how
+        if entry.get("control"):
+            cell["record"] = entry["control"][0]
+        cell["title"] += f"; {phrase}"
+    lso = ((snap or {}).get("partition") or {}).get("lso")
+    if lso is not None and row.get("markers"):
+        row["markers"]["lso"] = int(lso)
+        row["markers"]["hw_text"] = "HW=LSO" if int(lso) == st["hw"] else "HW"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1648,6 +1648,23 @@ def live_duplicates(result: dict[str, Any]) -> str | None:
     return "In your run nothing has been retried so far, and no record is in the log twice."
 
 
+def live_transactions(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    txns = state.get("transactions") or {}
+    parts = [f"the coordinator B{m['coordinator']} has {tid} at producer id {m['producer_id']}, epoch "
+             f"{m['epoch']}, state {m['state']}" for tid, m in sorted(txns.items())]
+    for p, snap in enumerate(_partition_snaps(result)):
+        part = (snap or {}).get("partition") or {}
+        if part.get("lso") is not None:
+            lso, hw = int(part["lso"]), int(part.get("hw") or 0)
+            held = " (read_committed readers wait there)" if lso < hw else ""
+            parts.append(f"P{p}'s last stable offset is {lso} and its high watermark {hw}{held}")
+    if not txns:
+        parts.insert(0, "no producer has a transactional.id, so nothing is transactional")
+    return "In your run " + "; ".join(parts[:4]) + "."
+
+
+LIVE["live_transactions"] = live_transactions
 LIVE["live_producer_ids"] = live_producer_ids
 LIVE["live_leader_sequences"] = live_leader_sequences
 LIVE["live_duplicates"] = live_duplicates

@@ -433,7 +433,26 @@ class Scene(_Strict):
             scenario["actions"] = copy.deepcopy(actions)
         else:
             scenario["actions"] = copy.deepcopy(beat.actions) if beat is not None else []
+        return transactions_as_configured(scenario)
+
+
+# the calls of Kafka's transactional producer API (contract part 2)
+TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction")
+
+
+def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:
+    """Scene 08's application code calls the transactional API only when its producer has a
+    transactional.id, as an application that reads it from its configuration would: the beats are
+    written with init/begin/commit/abort, and a producer process without a transactional.id (the
+    knob off) makes the same sends without them. Scenarios that do not name their producer
+    processes (`producers`) are returned as they are."""
+    producers = scenario.get("producers")
+    if not producers:
         return scenario
+    transactional = {p.get("id") for p in producers if p.get("transactional.id") is not None}
+    scenario["actions"] = [a for a in scenario.get("actions") or []
+                           if a.get("do") not in TRANSACTION_CALLS or a.get("producer") in transactional]
+    return scenario
 
 
 def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

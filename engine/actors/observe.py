@@ -198,6 +198,11 @@ class ObserveRole:
             part["producer_state"] = self.producer_state(leader_b) if leader_b is not None else []
             out["producer"]["sequences"] = self.producer_sequences()
             part["lso"] = last_stable_offset(self)
+            if self.has_txn and leader_b is not None:  # scene 08: which records are aborted or undecided
+                part["aborted"] = sorted(log_view(self, leader_b).aborted)
+                part["undecided"] = self.undecided(leader_b)
+            if self.txn is not None:
+                out["producer"]["instances"] = self.producer_instances()
         if self.has_txn:  # transactions: which log entries are markers, the coordinator's state
             for bid, shown in zip(sorted(self.brokers), brokers.values(), strict=True):
                 log = self.brokers[bid].log
@@ -415,30 +420,33 @@ class ObserveRole:
 
     def producer_state(self, br: Any) -> list[dict[str, Any]]:
         """What broker `br` remembers about each producer id from its log (ProducerStateManager,
-        rebuilt the same way on a follower): the epoch, the last sequence, and the ranges of its
-        last BATCHES_REMEMBERED batches (first and last sequence, first and last offset), oldest
-        first, in producer id order. Producers without idempotence (no id) leave nothing."""
-        out: dict[int, dict[str, Any]] = {}
-        seen: set[int] = set()
-        log = br.log
-        for off in range(len(log) - 1, -1, -1):
-            bidx = log[off][2]
-            if bidx < 0 or bidx in seen:
-                continue
-            seen.add(bidx)
-            b = self.batches[bidx]
-            if b.seq < 0:
-                continue
-            first, last = br.batch_offsets[bidx]
-            entry = out.get(b.session.pid)
-            if entry is None:
-                entry = out[b.session.pid] = {
-                    "producer_id": b.session.pid, "epoch": b.pepoch,
-                    "last_sequence": b.seq + last - first, "batches": [],
-                }
-            if len(entry["batches"]) < BATCHES_REMEMBERED and b.pepoch == entry["epoch"]:
-                entry["batches"].insert(0, [b.seq, b.seq + last - first, first, last])
-        return [out[pid] for pid in sorted(out)]
+        rebuilt the same way on a follower), in producer id order: the epoch and last sequence
+        the leader checks a batch against (the leader's own rule, `_last_sequence`: a marker at a
+        higher epoch moves the epoch and clears the sequence, shown as -1), and the ranges of its
+        last BATCHES_REMEMBERED batches at that epoch (first and last sequence, first and last
+        offset), oldest first. Producers without idempotence (no id) leave nothing."""
+        pids: dict[int, None] = {}
+        for _e, _r, bidx in br.log:
+            if bidx >= 0:
+                b = self.batches[bidx]
+                if b.seq >= 0 or b.control is not None:
+                    pids[b.session.pid] = None
+        out = []
+        for pid in sorted(pids):
+            epoch, last = self._last_sequence(br, pid)
+            batches: list[list[int]] = []
+            seen: set[int] = set()
+            for off in range(len(br.log) - 1, -1, -1):
+                bidx = br.log[off][2]
+                if bidx < 0 or bidx in seen or len(batches) == BATCHES_REMEMBERED:
+                    continue
+                seen.add(bidx)
+                b = self.batches[bidx]
+                if b.seq >= 0 and b.session.pid == pid and b.pepoch == epoch:
+                    first, end = br.batch_offsets[bidx]
+                    batches.insert(0, [b.seq, b.seq + end - first, first, end])
+            out.append({"producer_id": pid, "epoch": epoch, "last_sequence": last, "batches": batches})
+        return out
 
     def producer_sequences(self) -> list[dict[str, Any]]:
         """Each idempotent producer session that has numbered batches for this partition: its id,
@@ -447,4 +455,29 @@ class ObserveRole:
         return [
             {"producer": s.id, "producer_id": s.pid, "epoch": st[0], "next_sequence": st[1], "alive": s.alive}
             for s, st in sorted(self.sequences.items(), key=lambda kv: (kv[0].started_ms, kv[0].pid))
+        ]
+
+    def undecided(self, br: Any) -> list[int]:
+        """Offsets of transactional records in `br`'s log whose transaction has no marker there
+        yet (open, or decided with its markers still on the way)."""
+        waiting: dict[int, list[int]] = {}
+        for off, (_e, _r, bidx) in enumerate(br.log):
+            if bidx < 0:
+                continue
+            b = self.batches[bidx]
+            if b.control is not None:
+                waiting.pop(b.session.pid, None)
+            elif b.txn:
+                waiting.setdefault(b.session.pid, []).append(off)
+        return sorted(off for offs in waiting.values() for off in offs)
+
+    def producer_instances(self) -> list[dict[str, Any]]:
+        """Each transactional producer instance (one process of a transactional.id): its producer
+        id and the epoch it holds, its transaction manager's state, and whether the coordinator
+        has fenced it (handed its transactional.id a higher epoch), in the order they started."""
+        txn = self.txn
+        return [
+            {"producer": s.id, "transactional_id": s.config.transactional_id, "producer_id": s.pid,
+             "epoch": s.epoch, "state": ct.state, "fenced": txn.fenced(s), "alive": s.alive}
+            for s, ct in sorted(txn.clients.items(), key=lambda kv: (kv[0].started_ms, kv[0].id))
         ]
