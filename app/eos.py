@@ -58,7 +58,7 @@ def idempotent(config: dict[str, Any]) -> bool:
     return config.get("enable.idempotence") is not False
 
 
-CLIENT_STATE = {"UNINITIALIZED": "not initialised", "READY": "ready", "IN_TRANSACTION": "in a transaction",
+CLIENT_STATE = {"UNINITIALIZED": "not initialised", "READY": "ready", "IN_TRANSACTION": "in txn",
                 "COMMITTING_TRANSACTION": "committing", "ABORTING_TRANSACTION": "aborting",
                 "ABORTABLE_ERROR": "must abort", "FATAL_ERROR": "fatal error"}
 
@@ -157,12 +157,15 @@ def state_badges(snap: dict[str, Any] | None, number: int, leader: int | None,
             + (f" at offsets {c}-{d}" if d > c else f" at offset {c}")
             for a, b, c, d in r["batches"]
         )
+        known = r["last_sequence"] >= 0
+        seq = f"last seq {r['last_sequence']}" if known else "no seq yet"
+        said = (f"last sequence {r['last_sequence']}, and its last batches ({spans})" if known else
+                "no sequence yet at this epoch (a marker raised it; the next batch starts at 0)")
         out.append({
-            "text": (f"B{leader} {where}knows pid {r['producer_id']}: e{r['epoch']}, "
-                     f"last seq {r['last_sequence']}"),
+            "text": f"B{leader} {where}knows pid {r['producer_id']}: e{r['epoch']}, {seq}",
             "cls": "broker",
-            "title": (f"What B{leader}, P{number}'s leader, remembers about producer id "
-                      f"{r['producer_id']}: epoch {r['epoch']}, last sequence {r['last_sequence']}, and its "
-                      f"last batches ({spans}), to answer a retry of any of them with the original offsets"),
+            "title": (f"What B{leader}, P{number}'s leader, remembers about producer id {r['producer_id']}: "
+                      f"epoch {r['epoch']}, {said}; it answers a retry of a remembered batch with the "
+                      "original offsets"),
         })
     return out
