@@ -527,7 +527,9 @@ def diagram(
         "timers": [],
     }
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
-        model["producer"]["lines"] = eos.producer_lines(scenario, snaps) + model["producer"]["lines"]
+        model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
+        model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
+        strip_from = len(model["brokers"])
         model["brokers"].extend(eos.coordinator_badges(view))
         for st, row in zip(states, model["rows"], strict=True):
             if st.get("absent"):
@@ -535,6 +537,7 @@ def diagram(
             snap = snaps[st["number"]]
             model["brokers"].extend(eos.state_badges(snap, st["number"], st["leader"], several))
             _transaction_cells(row, snap, st)
+        model["counter_badges"] = [b["text"] for b in model["brokers"][strip_from:]]
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))
@@ -656,7 +659,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
              groups: dict[str, Any], received: dict[str, list[dict[str, Any]]], model: dict[str, Any],
              topic: str) -> list[str]:
     lines = [summary_sentence(timeline, states, topic)]
-    producer = model["producer"]["lines"]
+    counters = model["producer"].get("counters") or []
+    producer = [x for x in model["producer"]["lines"] if x not in counters]
     flight = [x for x in producer if not x.startswith(("metadata:", "no key:"))]
     head = [x.replace("metadata:", "its metadata shows").replace("no key: sticks to", "records without a key "
                                                                       "stick to")
@@ -664,6 +668,10 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
             for x in producer if x.startswith(("metadata:", "no key:"))]
     said = "nothing in flight" if flight == ["no request in flight"] else "in flight " + "; ".join(flight)
     lines.append("Producer: " + "; ".join(head + [said]) + ".")
+    if counters:  # scene 08: producer ids, epochs, sequences; what leaders and the coordinator hold
+        lines.append("Producer processes: " + "; ".join(x.replace("✖ ", "dead: ") for x in counters) + ".")
+        if model.get("counter_badges"):
+            lines.append("Brokers remember: " + "; ".join(model["counter_badges"]) + ".")
     for cid in sorted(consumers):
         c = consumers[cid]
         status = consumer_status(c)
@@ -709,6 +717,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
                     else f"Offset {gone['first']}")
             text += (f" {span} deleted ({', '.join(str(e.get('record')) for e in deleted)} are gone)"
                      if len(deleted) > 1 else f" {span} deleted ({deleted[0].get('record')} is gone)") + "."
+        if row["markers"] and row["markers"].get("lso") is not None:
+            text += f" Last stable offset {row['markers']['lso']}."
         if row["segments"]:
             text += " Segments: " + _segments_text(row) + "."
         marks = [m["text"] for lane in row["lanes"] for m in lane["markers"]]
