@@ -21,9 +21,10 @@ def sessions(snaps: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
         if snap is None:
             continue
         for s in (snap.get("producer") or {}).get("sequences") or []:
-            key = (str(s["producer"]), int(s["producer_id"]))
-            row = out.setdefault(key, {"producer": key[0], "producer_id": key[1], "epoch": int(s["epoch"]),
-                                       "alive": bool(s["alive"]), "next": {}})
+            key = (str(s["producer"]), int(s.get("started_ms", 0)))  # one process (a restart is another)
+            row = out.setdefault(key, {"producer": key[0], "producer_id": int(s["producer_id"]),
+                                       "epoch": int(s["epoch"]), "alive": bool(s["alive"]),
+                                       "started_ms": key[1], "next": {}})
             row["epoch"] = max(row["epoch"], int(s["epoch"]))
             row["next"][p] = int(s["next_sequence"])
     return list(out.values())
@@ -78,7 +79,7 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
     idempotence says it has no id. A second producer that has done nothing yet is left out."""
     several = sum(1 for s in snaps if s is not None) > 1
     rows = sessions(snaps)
-    txn = {(i["producer"], i["producer_id"]): i for i in instances(snaps)}
+    txn = {(i["producer"], int(i.get("started_ms", 0))): i for i in instances(snaps)}
     lines = []
     for k, pc in enumerate(_producers(scenario)):
         pid = str(pc.get("id", "producer"))
@@ -90,11 +91,14 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
                              else f"{pid} · no producer id yet")
             continue
         for i in inst:  # a transactional instance that has its id but has numbered nothing here
-            if i["producer_id"] >= 0 and not any(r["producer_id"] == i["producer_id"] for r in mine):
+            started = int(i.get("started_ms", 0))
+            if i["producer_id"] >= 0 and not any(r["started_ms"] == started for r in mine):
                 mine.append({"producer": pid, "producer_id": i["producer_id"], "epoch": i["epoch"],
-                             "alive": i["alive"], "next": {}})
-        for r in mine:
-            head = f"{pid} · pid {r['producer_id']} · epoch {r['epoch']}"
+                             "alive": i["alive"], "started_ms": started, "next": {}})
+        for r in sorted(mine, key=lambda r: r["started_ms"]):
+            i = txn.get((pid, r["started_ms"]))
+            epoch = i["epoch"] if i is not None else r["epoch"]  # what the instance holds now
+            head = f"{pid} · pid {r['producer_id']} · epoch {epoch}"
             if not r["alive"]:
                 lines.append(f"✖ {head} (its process died)")
                 continue
@@ -102,7 +106,6 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
                 nxt = (", ".join(f"P{p} {n}" for p, n in sorted(r["next"].items())) if several
                        else str(next(iter(r["next"].values()))))
                 head += f" · next seq {nxt}"
-            i = txn.get((pid, r["producer_id"]))
             if i is not None:
                 head += " · FENCED" if i["fenced"] else f" · {CLIENT_STATE.get(i['state'], i['state'])}"
             lines.append(head)

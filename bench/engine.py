@@ -10,6 +10,9 @@
     time the idle skips covered.
 (d) Twelve partitions on one clock with three consumers (issue 10): keyed produces with settle,
     each consumer polling its four partitions: engine events per second (target >= 200,000).
+(e) Log compaction (issue 12): a compacted topic on RF=3, 200 keys updated one record every 90 s
+    for about five simulated days (every 50th update a tombstone), 100-record segments, the
+    cleaner on its 15 s grid: cleaner passes, events per second and wall time.
 
 Run: python bench/engine.py [--produces N] [--repeats N]
 """
@@ -39,7 +42,7 @@ BIG = sc_mod.Limits(
 )
 
 
-def run_counting(sc: dict) -> tuple[dict, cluster.Clock, float]:
+def run_counting(sc: dict, limits: sc_mod.Limits = BIG) -> tuple[dict, cluster.Clock, float]:
     """simulate() a trusted scenario; also return its clock (events, idle skips) and wall time."""
     from engine import simulate
 
@@ -54,7 +57,7 @@ def run_counting(sc: dict) -> tuple[dict, cluster.Clock, float]:
     cluster.Clock = Counted  # type: ignore[misc]
     try:
         t0 = time.perf_counter()
-        r = simulate(sc, limits=BIG)
+        r = simulate(sc, limits=limits)
         wall = time.perf_counter() - t0
     finally:
         cluster.Clock = original  # type: ignore[misc]
@@ -115,6 +118,40 @@ def bench_twelve_partitions(rounds: int) -> None:
             f"in {wall:.3f} s = {clock.events / wall:,.0f} events/s (target >= {TARGET_EVENTS_PER_S:,}), "
             f"{n / wall:,.0f} records/s; {got} records polled"
         )
+
+
+def bench_compaction(updates: int) -> None:
+    from engine.actors import cleaner
+
+    passes = 0
+    original = cleaner.clean
+
+    def counted(*a, **kw):
+        nonlocal passes
+        passes += 1
+        return original(*a, **kw)
+
+    actions: list[dict] = []
+    for i in range(updates):
+        value = None if i % 50 == 49 else f"v{i}"
+        actions.append({"do": "produce", "records": [value], "key": f"K{i % 200}", "bytes": 100})
+        actions.append({"do": "advance", "ms": 90_000})
+    topic = {"replication.factor": 3, "cleanup.policy": "compact", "segment.bytes": 10_000}
+    cleaner.clean = counted  # type: ignore[assignment]
+    try:
+        limits = sc_mod.Limits(**{**BIG.__dict__, "max_actions": len(actions)})
+        r, clock, wall = run_counting({"topic": topic, "actions": actions}, limits)
+    finally:
+        cleaner.clean = original  # type: ignore[assignment]
+    p0 = r["partitions"][0]
+    tombstones = sum(1 for e in p0["log"] if e["record"] is None)
+    print(
+        f"(e) compaction, RF=3: {updates} keyed updates over {clock.now / DAY:.1f} simulated days "
+        f"({len(actions)} actions): {passes} cleaner passes (3 replicas), {clock.events:,} events in "
+        f"{wall:.3f} s = {clock.events / wall:,.0f} events/s; log {len(p0['log'])} records "
+        f"({tombstones} tombstones) in {len(p0['segments'])} segments, cleaner point {p0['cleaner_point']}, "
+        f"LEO {p0['leo']}"
+    )
 
 
 def bench_produces(n: int) -> None:
@@ -209,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--produces", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=100, help="(d): rounds of 48 keyed produces")
+    ap.add_argument("--updates", type=int, default=5_000, help="(e): keyed updates to a compacted topic")
     args = ap.parse_args(argv)
     bench_produces(args.produces)
     gc.collect()  # each measurement starts from a clean heap
@@ -217,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     bench_eight_days()
     gc.collect()
     bench_twelve_partitions(args.rounds)
+    gc.collect()
+    bench_compaction(args.updates)
     return 0
 
 

@@ -585,7 +585,9 @@ def _merge_partitions(
         "version": 1,
         "final": first["final"],
         "produce": produce,
-        "acked_records": [rec for pr in produce if pr.get("outcome") == "acked" for rec in pr["records"]],
+        "acked_records": [  # a tombstone (null) has no name
+            rec for pr in produce if pr.get("outcome") == "acked" for rec in pr["records"] if rec is not None
+        ],
         "lost_acked_records": [x for r in results for x in r["lost_acked_records"]],
         "visible_records": [x for r in results for x in r["visible_records"]],
         "duplicate_records": [x for r in results for x in r["duplicate_records"]],

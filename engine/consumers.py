@@ -448,6 +448,9 @@ class Clients:
         """OffsetFetch for a group member, then auto.offset.reset for partitions without one."""
         missing = [p for p in c.assigned if self._initializing(c, p)]
         committed: dict[int, int] = {}
+        txns = self.sims[0].txn
+        if c.group is not None and txns is not None and not txns.offsets_stable(c.id, c.group, missing):
+            return None  # KIP-447: UNSTABLE_OFFSET_COMMIT; no position yet, the next poll asks again
         if c.group is not None:
             self.run_to(self.clock.now + 2 * HOP_MS)
             committed = {p: self.coordinator.fetch(c.group, (self.topic, p)) for p in missing}
@@ -582,6 +585,10 @@ class Clients:
                     return [], error
                 continue
             sim = self.sims[p]
+            gone = sim.cleaned_away()
+            if gone:  # a compacted log: the cleaner's gaps are skipped, the position moves past them
+                self._fetch_compacted(c, p, pos, hw, log, gone, limit - len(got), got)
+                continue
             if not sim.has_txn:
                 end = min(hw, pos + limit - len(got))
                 got.extend((p, off, log[off]) for off in range(pos, end))
@@ -606,6 +613,21 @@ class Clients:
             if isolation == "read_committed" and nxt >= bound and bound < hw and sim.txn is not None:
                 sim.txn.tell_held(c.id, p, bound, hw)
         return got, None
+
+    def _fetch_compacted(self, c: ConsumerProc, p: int, pos: int, hw: int, log: list[Any], gone: set[int],
+                         room: int, got: list[tuple[int, int, Any]]) -> None:
+        """A fetch from a cleaned log: the records that survived, from `pos` up to the HW. When
+        only removed offsets are left below the HW, the position moves to the HW, as the client's
+        does past a batch the cleaner emptied."""
+        n = 0
+        off = pos
+        while off < hw and n < room:
+            if off not in gone:
+                got.append((p, off, log[off]))
+                n += 1
+            off += 1
+        if n == 0 and off >= hw:
+            c.position[p] = hw
 
     def _has_data(self, c: ConsumerProc) -> bool:
         for p in c.assigned:
@@ -655,6 +677,8 @@ class Clients:
                     f"P{p} has no position: auto.offset.reset={c.spec.auto_offset_reset} found no record "
                     "that recent below the high watermark"
                 )
+            elif p not in c.position and c.group and txn.pending_offsets(self.sims[0], c.group, p):
+                others.append(f"P{p} has no position yet: a transaction holds pending offsets for it")
             elif p not in c.position:
                 others.append(f"P{p} has no position yet: it had no leader to ask")
             elif view is None:
@@ -694,7 +718,7 @@ class Clients:
             narrator.count_step()
             return
         n = len(got)
-        shown = [f"P{p}:{off} {record}" for p, off, (_epoch, record, _bidx) in got[:6]]
+        shown = [f"P{p}:{off} {'null' if rec is None else rec}" for p, off, (_e, rec, _b) in got[:6]]
         listed = ", ".join(shown) + (f", ... ({n} records)" if n > 6 else "")
         moved = ", ".join(f"P{p} -> {c.position[p]}" for p in sorted({g[0] for g in got}))
         self.step(

@@ -258,7 +258,7 @@ class ProducerProc:
         if nbytes is None:
             ts = action.timestamp_ms if action.timestamp_ms is not None else self.clock.now
             key = serialize_key(action.key)
-            nbytes = batch_size_bytes([(ts, key, r.encode("utf-8")) for r in records])
+            nbytes = batch_size_bytes([(ts, key, None if r is None else r.encode("utf-8")) for r in records])
         available, queues = self._view()
         produced = kl.produced_bytes + nbytes
         before = len(kl.switches)

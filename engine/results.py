@@ -34,7 +34,7 @@ class PartitionResult(TypedDict):
     leo: int
     lso: int  # the last stable offset: the HW until transactions exist
     log_start_offset: int
-    cleaner_point: int  # the log start offset until compaction exists
+    cleaner_point: int  # the leader's first dirty offset (engine/compaction.py)
     segments: list[SegmentInfo]
     log: list[LogEntry]
 

@@ -955,7 +955,10 @@ _TIMING_KEYS = frozenset(f.name for f in fields(Timing))
 
 
 _PART2_ACTIONS = frozenset(
-    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records"}
+    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records",
+     # transactions (engine/transactions.py): their result fields are part 2's
+     "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
+     "send_offsets_to_transaction"}
 )
 
 
@@ -1158,6 +1161,13 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
         if partition >= n_parts:
             bad(where, f"the topic has {n_parts} partition(s), numbered from 0")
 
+    def offsets_ref(path: str, offsets: dict[str, int] | None) -> None:
+        for key in offsets or {}:
+            if not re.fullmatch(r"0|[1-9][0-9]*", key):
+                bad(f"{path}.offsets.{key}", 'offsets maps partition numbers ("0", "1", ...) to offsets')
+            else:
+                partition_ref(f"{path}.offsets.{key}", int(key))
+
     added_assignments: list[list[int]] = []
     actions = list(sc.actions)
     total_ms = 0
@@ -1277,7 +1287,10 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 and (isinstance(a.value, bool) or not isinstance(a.value, int) or a.value < 1)
             ):
                 bad(f"{path}.value", "flush.messages takes a positive whole number or null")
-        elif a.do in ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"):
+        elif a.do in (
+            "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
+            "send_offsets_to_transaction",
+        ):
             pc = producer_ref(path, a.producer)
             if pc is not None and not pc.transactional:
                 bad(
@@ -1285,18 +1298,9 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                     f"producer {pc.id!r} has no transactional.id: Transactional method invoked on a "
                     "non-transactional producer (Kafka's IllegalStateException)",
                 )
-        elif a.do == "send_offsets_to_transaction":
-            pc = producer_ref(path, a.producer)
-            if pc is not None and not pc.transactional:
-                bad(
-                    f"{path}.producer" if a.producer is not None else path,
-                    f"producer {pc.id!r} has no transactional.id: sendOffsetsToTransaction needs a "
-                    "transactional producer",
-                )
-            needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
-            for key in a.offsets or {}:
-                if not re.fullmatch(r"0|[1-9][0-9]*", key):
-                    bad(f"{path}.offsets.{key}", 'offsets maps partition numbers ("0", "1", ...) to offsets')
+            if a.do == "send_offsets_to_transaction":
+                needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
+                offsets_ref(path, a.offsets)
         elif a.do == "subscribe":
             needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
             if a.topics is not None:
@@ -1319,11 +1323,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
             within_cap(f"{path}.timeout_ms", a.timeout_ms)
         elif a.do == "commit":
             needs_group(f"{path}.consumer", consumer_ref(f"{path}.consumer", a.consumer))
-            for key in a.offsets or {}:
-                if not re.fullmatch(r"0|[1-9][0-9]*", key):
-                    bad(f"{path}.offsets.{key}", 'offsets maps partition numbers ("0", "1", ...) to offsets')
-                else:
-                    partition_ref(f"{path}.offsets.{key}", int(key))
+            offsets_ref(path, a.offsets)
         elif a.do == "seek":
             consumer_ref(f"{path}.consumer", a.consumer)
             partition_ref(f"{path}.partition", a.partition)

@@ -19,10 +19,14 @@ files `UnifiedLog.scala`, `LocalLog.scala`, `LogSegment.java`, `Partition.scala`
 - DeleteRecords (`Partition.deleteRecordsOnLeader`), reads (`UnifiedLog.read`), ListOffsets
   (`Partition.fetchOffsetForTimestamp`), and the consumer's `auto.offset.reset`.
 
-Not modelled: transactions (the last stable offset equals the high watermark here), compaction
-(a `compact` policy only switches the size and time passes off; the cleaner thread that runs
-retention for such logs is the caller's), tiered storage, and record batches split across fetches
-(a read returns whole records, not Kafka's whole batches that the client trims).
+Compaction is engine/compaction.py (its docstring lists the step kinds and result fields it adds):
+here a `compact` policy switches the size and time passes off, a batch can carry the cleaner's
+delete horizon and keep its offsets when records leave it, and the log keeps its cleaner
+checkpoint and the offsets the cleaner removed.
+
+Not modelled: transactions (the last stable offset equals the high watermark here), tiered
+storage, and record batches split across fetches (a read returns whole records, not Kafka's whole
+batches that the client trims).
 """
 
 from __future__ import annotations
@@ -159,6 +163,13 @@ _timestamp = attrgetter("timestamp_ms")
 class Batch:
     records: tuple[Record, ...]
     size_bytes: int
+    producer_id: int = -1  # an idempotent producer's id, else -1 (RecordBatch.NO_PRODUCER_ID)
+    # set by the cleaner (engine/compaction.py): the tombstone horizon KIP-534 writes into the
+    # batch header, and the (base, last) offsets a rewritten batch keeps from the original even
+    # when it lost its first or last records, or all of them (an empty batch)
+    delete_horizon_ms: int | None = None
+    span: tuple[int, int] | None = None
+    empty_max_timestamp_ms: int = NO_TIMESTAMP  # an empty batch keeps its original's max timestamp
     # worked out once, when the batch is made: a batch is frozen and shared by every replica that
     # holds it, and each append asks for these several times (roll check, segment bookkeeping)
     max_timestamp_ms: int = field(init=False, repr=False, compare=False)
@@ -167,17 +178,21 @@ class Batch:
     def __post_init__(self) -> None:
         # `DefaultRecordBatch.offsetOfMaxTimestamp`: the first record carrying the batch's max
         # timestamp (max() returns the first of equal ones)
+        if not self.records:  # an empty batch the cleaner kept
+            object.__setattr__(self, "max_timestamp_ms", self.empty_max_timestamp_ms)
+            object.__setattr__(self, "offset_of_max_timestamp", -1)
+            return
         top = max(self.records, key=_timestamp)
         object.__setattr__(self, "max_timestamp_ms", top.timestamp_ms)
         object.__setattr__(self, "offset_of_max_timestamp", top.offset)
 
     @property
     def base_offset(self) -> int:
-        return self.records[0].offset
+        return self.span[0] if self.span is not None else self.records[0].offset
 
     @property
     def last_offset(self) -> int:
-        return self.records[-1].offset
+        return self.span[1] if self.span is not None else self.records[-1].offset
 
 
 @dataclass
@@ -291,6 +306,10 @@ class SegmentedLog:
     high_watermark: int = 0
     roll_jitter: Callable[[LogConfig], int] = no_jitter
     deleted: list[Deletion] = field(default_factory=list)
+    # compaction (engine/compaction.py): the cleaner checkpoint (first dirty offset; None before
+    # the first pass) and the offsets the cleaner removed, which readers of the flat log skip
+    cleaner_checkpoint: int | None = None
+    cleaned_away: set[int] = field(default_factory=set)
 
     @classmethod
     def create(cls, config: LogConfig, now_ms: int = 0,
@@ -322,7 +341,7 @@ class SegmentedLog:
     # -- appends and rolls -------------------------------------------------------------------
 
     def append(self, records: Sequence[tuple[int, str | None, str | None]], size_bytes: int,
-               now_ms: int) -> Batch:
+               now_ms: int, producer_id: int = -1) -> Batch:
         """`UnifiedLog.append` of one batch of `(timestamp_ms, key, value)` records, `size_bytes` on
         disk: size checks, offsets from the LEO, `maybeRoll`, then the write to the active segment.
         The high watermark does not move here."""
@@ -334,7 +353,7 @@ class SegmentedLog:
             raise LogError(error, f"batch of {size_bytes} bytes > {key} {limit}")
         first = self.log_end_offset
         batch = Batch(tuple(Record(first + i, ts, k, v) for i, (ts, k, v) in enumerate(records)),
-                      size_bytes)
+                      size_bytes, producer_id)
         self.maybe_roll(batch, now_ms).append(batch, self.config, now_ms)
         return batch
 
@@ -386,13 +405,21 @@ class SegmentedLog:
                 if batch.base_offset >= offset:
                     break
                 if batch.last_offset >= offset:
+                    kept = tuple(r for r in batch.records if r.offset < offset)  # a cleaned batch has gaps
                     n = offset - batch.base_offset
-                    batch = Batch(batch.records[:n], max(1, batch.size_bytes * n // len(batch.records)))
+                    span = batch.last_offset - batch.base_offset + 1
+                    batch = Batch(kept, max(1, batch.size_bytes * n // span), batch.producer_id,
+                                  batch.delete_horizon_ms,
+                                  (batch.base_offset, offset - 1) if batch.span is not None else None)
                 cut.append(batch, self.config, now_ms)
             keep[-1] = cut
             self.segments = keep
         self.high_watermark = min(self.high_watermark, offset)
         self.log_start_offset = min(self.log_start_offset, offset)
+        if self.cleaned_away:
+            self.cleaned_away = {o for o in self.cleaned_away if o < offset}
+        if self.cleaner_checkpoint is not None and self.cleaner_checkpoint > offset:
+            self.cleaner_checkpoint = offset
 
     def update_high_watermark(self, offset: int) -> int:
         """`UnifiedLog.updateHighWatermark`: clamped into [log start offset, LEO]."""

@@ -37,6 +37,7 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from .actors.broker import BrokerRole
+from .actors.cleaner import CleanerRole
 from .actors.controller import ControllerRole
 from .actors.faults import FaultsRole
 from .actors.follower import FollowerRole
@@ -69,7 +70,15 @@ if TYPE_CHECKING:
 
 
 class Sim(
-    ProducerRole, LeaderRole, LogRole, FollowerRole, ControllerRole, BrokerRole, FaultsRole, ObserveRole
+    ProducerRole,
+    LeaderRole,
+    LogRole,
+    CleanerRole,
+    FollowerRole,
+    ControllerRole,
+    BrokerRole,
+    FaultsRole,
+    ObserveRole,
 ):
     def __init__(
         self,
@@ -112,6 +121,12 @@ class Sim(
         self.stale = False  # changed by a step another partition told; view not yet taken again
         self.retention_schedule = RetentionSchedule(cfg.timing.log_retention_check_interval_ms)
         self.retention_at: int | None = None  # when the queued retention check runs
+        # the log cleaner thread of a compacted topic (engine/actors/cleaner.py): its queued check,
+        # its last check, and each broker's active segment at its last check (a roll is news)
+        self.cleaner_at: int | None = None
+        self.cleaner_last: int | None = None
+        self.cleaner_seen: dict[int, int] = {}
+        self.cleaner_key: tuple[Any, ...] | None = None  # the segments the queued check was worked out for
         self.part2 = False  # the scenario uses the contract's part 2 (consumers, log start offset)
         self.clients: Clients | None = None  # partition 0 holds the consumers (engine/consumers.py)
         self.rng = random.Random(cfg.seed)
@@ -463,6 +478,9 @@ class Sim(
             m["index"] = idx
             m["acks"] = batch.acks_shown
             m["label"] = f"Produce {_fmt_records(batch.records, 3)} acks={batch.acks_shown}"
+            if batch.control is not None:  # the coordinator's WriteTxnMarkers (engine/transactions.py)
+                m["control"] = batch.control
+                m["label"] = f"WriteTxnMarkers {batch.control} (producer id {batch.session.pid})"
         elif kind == "produce_response":
             idx, _attempt, error, offsets = args
             m["index"] = idx
@@ -558,7 +576,7 @@ _LIFECYCLE_API: dict[Any, str] = {
 
 _DELIVER = Sim._deliver
 # Events that must happen at their own time: an idle skip stops before them (Clock.skip_idle)
-_WAKEUPS = frozenset({Sim._retention_check})
+_WAKEUPS = frozenset({Sim._retention_check, Sim._cleaner_check})
 # The events of a quiet cluster (Sim.quiet_for_skip): heartbeats, fetches that find nothing new,
 # periodic checks with nothing to do, and the timeouts of requests already answered (a quiet
 # partition has no batch without an outcome and nothing in purgatory)

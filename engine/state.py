@@ -270,6 +270,8 @@ def _fmt_offsets(first: int, last: int) -> str:
 
 
 def _fmt_records(records: list[str], limit: int = 6) -> str:
+    if None in records:  # a tombstone's value is null (engine/compaction.py)
+        records = ["null" if r is None else r for r in records]
     if len(records) <= limit:
         return ", ".join(records)
     return ", ".join(records[:limit]) + f", ... ({len(records)} records)"

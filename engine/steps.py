@@ -640,6 +640,57 @@ STEP_KINDS: dict[str, StepKind] = {
 }
 
 
+# Log compaction (engine/compaction.py and engine/actors/cleaner.py). These names are stable:
+# scenes build on them.
+_LCL = "core/src/main/scala/kafka/log/LogCleaner.scala"
+_LCLM = "core/src/main/scala/kafka/log/LogCleanerManager.scala"
+_LV = "storage/src/main/java/org/apache/kafka/storage/internals/log/LogValidator.java"
+STEP_KINDS.update(
+    {
+        "cleaner_check": StepKind(
+            "broker",
+            "LogCleanerManager.grabFilthiestCompactedLog",
+            _LCLM,
+            "181-225",
+            "the log cleaner thread checks a compacted log after a segment rolled: the dirty ratio is "
+            "not above min.cleanable.dirty.ratio (or nothing is cleanable yet), so it does not clean "
+            "and sleeps log.cleaner.backoff.ms",
+        ),
+        "cleaner_offset_map": StepKind(
+            "broker",
+            "Cleaner.buildOffsetMap",
+            _LCL,
+            "1035-1065",
+            "a cleaning pass starts (dirty ratio above the threshold, or max.compaction.lag.ms passed): "
+            "the cleaner maps each key of the dirty part to its latest offset",
+        ),
+        "cleaner_rewrite": StepKind(
+            "broker",
+            "Cleaner.cleanSegments",
+            _LCL,
+            "650-718",
+            "the cleaner recopies the segments up to the new cleaner point, merging small ones: a record "
+            "stays only if it is its key's latest; offsets never change, so the log keeps gaps",
+        ),
+        "cleaner_tombstone_expired": StepKind(
+            "broker",
+            "Cleaner.shouldRetainRecord",
+            _LCL,
+            "905-937",
+            "a tombstone whose delete horizon (the first pass that kept it + delete.retention.ms) has "
+            "passed is dropped by a later pass",
+        ),
+        "leader_reject_invalid_record": StepKind(
+            "broker",
+            "LogValidator.validateKey",
+            _LV,
+            "594-606",
+            "a compacted topic refuses records without a key: the whole request fails with INVALID_RECORD",
+        ),
+    }
+)
+
+
 # The same steps in a ZooKeeper-era cluster (profiles 0.8, 0.10 and 1.1): the controller there read
 # broker liveness from ZooKeeper sessions, elected in PartitionStateMachine and told brokers with
 # LeaderAndIsr requests, and a leader changed the ISR by a conditional ZooKeeper write of its own.
@@ -900,6 +951,14 @@ STEP_KINDS.update(
             "207-239",
             "the client drops control records (and, read_committed, aborted ones); the position "
             "moves past them",
+        ),
+        "consumer_unstable_offsets": StepKind(
+            "consumer",
+            "OffsetMetadataManager.fetchOffsets (requireStable)",
+            _OMM,
+            "739-767",
+            "KIP-447: a transaction holds pending offsets of the group: UNSTABLE_OFFSET_COMMIT, the "
+            "consumer asks again",
         ),
         "txn_send_offsets": StepKind(
             "coordinator",

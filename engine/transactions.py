@@ -71,7 +71,9 @@ the ends, "error" with Kafka's error name), `producers[id]` gains transaction_st
 coordinator's state for its transactional.id) and fenced (the coordinator has handed its
 transactional.id a newer epoch than this instance holds: it is a zombie, whether it knows yet or
 not), `partitions[i].lso`, `partitions[i].log[j].control` ("COMMIT" / "ABORT", record null).
-Snapshots gain `partition.lso` and `transactions` (each transactional.id's coordinator state).
+Snapshots gain `partition.lso`, `transactions` (each transactional.id's coordinator state) and
+`txn_producers` (each producer process's transaction manager), and a leader log entry that is a
+marker has `control`.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions (TransactionLo
 HOP_MS = 1  # one network hop (NETWORK_DELAY_MS)
 MAX_BLOCK_MS = 60_000  # max.block.ms: how long initTransactions() waits for an answer
 MARKER_RETRY_MS = 100  # the marker channel's retry after an error (no leader, not enough replicas)
+MARKER_RETRY_MAX_MS = 1_000  # retry.backoff.max.ms: the retries back off exponentially up to it
 MARKER_TIMEOUT_MS = 30_000  # request.timeout.ms of a WriteTxnMarkers request
 # a control batch on disk: the v2 batch header plus one record whose key is (version, type) and
 # value (version, coordinatorEpoch) (ControlRecordType, EndTransactionMarker)
@@ -224,6 +227,11 @@ def list_offsets_committed(sim: Sim, answer: OffsetAndTimestamp, timestamp: int)
     return answer
 
 
+def pending_offsets(sim: Sim, group: str, p: int) -> bool:
+    """A transaction holds pending offsets of `group` for partition p (KIP-447)."""
+    return sim.txn is not None and bool(sim.txn.unstable(group, [p]))
+
+
 def describe_dropped(sim: Sim, dropped: list[int]) -> str:
     leader = leader_of(sim)
     view = log_view(sim, leader) if leader is not None else None
@@ -270,7 +278,9 @@ class TxnMeta:
 class ClientTxn:
     """One producer instance's TransactionManager: its state and the transaction it is in."""
 
-    state: str = "UNINITIALIZED"  # READY, IN_TRANSACTION, ABORTABLE_ERROR, FATAL_ERROR
+    # UNINITIALIZED, READY, IN_TRANSACTION, COMMITTING_TRANSACTION / ABORTING_TRANSACTION (EndTxn
+    # in flight), ABORTABLE_ERROR, FATAL_ERROR (TransactionManager.State, TM 199-233)
+    state: str = "UNINITIALIZED"
     error: str | None = None
     partitions: set[int] = field(default_factory=set)
     batches: list[tuple[int, int]] = field(default_factory=list)  # (partition, batch index)
@@ -292,6 +302,7 @@ class Transactions:
         self.markers: dict[tuple[int, int], str] = {}  # (partition, batch index) -> transactional.id
         self.sessions: dict[str, ProducerSession] = {}  # transactional.id -> marker session
         self.held_told: set[tuple[str, int, int]] = set()
+        self.unstable_told: set[tuple[str, str]] = set()
         self.interval = cfg.timing.transaction_abort_timed_out_transaction_cleanup_interval_ms
         self.brokers = sorted(sims[0].brokers)
         self.groups: Any = None  # the consumers' Clients, for KIP-447 (set by the run)
@@ -362,6 +373,19 @@ class Transactions:
             )
             return True
         return False
+
+    def _refused(
+        self, ct: ClientTxn, session: ProducerSession, entry: dict[str, Any], call: str, need: str, why: str
+    ) -> bool:
+        """A call the transaction manager's state does not allow: it throws the error it holds, or
+        IllegalStateException."""
+        if self._stuck(ct, session, entry, call):
+            return True
+        if ct.state == need:
+            return False
+        error = ct.error if ct.state == ABORTABLE and ct.error else "IllegalStateException"
+        self._fail(session, entry, error, f"{session.id}.{call} throws {error}: {why}")
+        return True
 
     # -- InitProducerId ---------------------------------------------------------------------
 
@@ -482,13 +506,7 @@ class Transactions:
         session = producer.session
         ct = self.client(session)
         entry = self._entry(session, "begin_transaction")
-        if self._stuck(ct, session, entry, "beginTransaction()"):
-            return
-        if ct.state != "READY":
-            error = ct.error if ct.state == ABORTABLE and ct.error else "IllegalStateException"
-            self._fail(session, entry, error,
-                       f"{session.id}.beginTransaction() throws {error}: its transaction manager is "
-                       f"{ct.state}")
+        if self._refused(ct, session, entry, "beginTransaction()", "READY", f"its state is {ct.state}"):
             return
         ct.state = "IN_TRANSACTION"
         ct.partitions, ct.batches, ct.has_offsets = set(), [], False
@@ -596,14 +614,7 @@ class Transactions:
         action = "commit_transaction" if commit else "abort_transaction"
         call = "commitTransaction()" if commit else "abortTransaction()"
         entry = self._entry(session, action)
-        if self._stuck(ct, session, entry, call):
-            return
-        if commit and ct.state == ABORTABLE:
-            self._fail(
-                session, entry, ct.error or "KafkaException",
-                f"{session.id}.{call} throws {ct.error}: a send of this transaction failed, an abortable "
-                "error; the application must call abortTransaction()",
-            )
+        if self._cannot_end(ct, session, entry, call, commit):
             return
         if ct.state not in ("IN_TRANSACTION", ABORTABLE):
             self._fail(session, entry, "IllegalStateException",
@@ -618,16 +629,7 @@ class Transactions:
         if not flushed():
             deadline = max(sims[p].batches[i].deadline for p, i in ct.batches) + 1
             self.run_to(deadline, stop=flushed)
-        self._sync(ct)
-        if ct.state == FATAL:
-            self._stuck(ct, session, entry, call)
-            return
-        if commit and ct.state == ABORTABLE:
-            self._fail(
-                session, entry, ct.error or "KafkaException",
-                f"{session.id}.{call} throws {ct.error}: a send of this transaction failed, an abortable "
-                "error; the application must call abortTransaction()",
-            )
+        if self._cannot_end(ct, session, entry, call, commit):
             return
         kind = "COMMIT" if commit else "ABORT"
         done = "committed" if commit else "aborted"
@@ -639,6 +641,7 @@ class Transactions:
             return
         tid = session.config.transactional_id
         told = False
+        ct.state = "COMMITTING_TRANSACTION" if commit else "ABORTING_TRANSACTION"  # EndTxn in flight
         while True:
             self.run_to(self.clock.now + HOP_MS)
             error = self._handle_end(tid, session, kind, quiet=told)
@@ -661,6 +664,22 @@ class Transactions:
         ct.state, ct.error = "READY", None
         ct.partitions, ct.batches, ct.has_offsets = set(), [], False
         entry["outcome"] = done
+
+    def _cannot_end(
+        self, ct: ClientTxn, session: ProducerSession, entry: dict[str, Any], call: str, commit: bool
+    ) -> bool:
+        """A fatal error fails both ends; an abortable one fails a commit only (TransactionManager
+        .beginCommit / beginAbort)."""
+        if self._stuck(ct, session, entry, call):
+            return True
+        if commit and ct.state == ABORTABLE:
+            self._fail(
+                session, entry, ct.error or "KafkaException",
+                f"{session.id}.{call} throws {ct.error}: a send of this transaction failed, an abortable "
+                "error; the application must call abortTransaction()",
+            )
+            return True
+        return False
 
     def _handle_end(self, tid: str, session: ProducerSession, kind: str, *, quiet: bool) -> str | None:
         meta = self.metas.get(tid)
@@ -687,7 +706,7 @@ class Transactions:
         if told_by is not None:
             where = ", ".join(f"P{p}" for p in parts)
             named = ", ".join(repr(g) for g in meta.offsets)
-            groups = f" and group {named}'s offsets" if meta.offsets else ""
+            groups = f" and the offsets of group {named}" if meta.offsets else ""
             self.step(
                 "txn_prepare",
                 COORDINATOR,
@@ -761,7 +780,9 @@ class Transactions:
             return
         if error is not None:  # the marker channel retries until the marker is written
             b.state = "backoff"
-            self.at(self.clock.now + MARKER_RETRY_MS, self._send_marker, p, idx)
+            delay = min(MARKER_RETRY_MS * 2 ** min(b.retries_used, 10), MARKER_RETRY_MAX_MS)
+            b.retries_used += 1
+            self.at(self.clock.now + delay, self._send_marker, p, idx)
             return
         b.outcome, b.offsets, b.done_ms, b.state = "acked", offsets, self.clock.now, "acked"
         sim.pending_batches -= 1
@@ -802,6 +823,7 @@ class Transactions:
         )
         meta.offsets, meta.offsets_member = {}, {}
         meta.result = None
+        meta.partitions = set()
 
     # -- the timeout sweep -------------------------------------------------------------------
 
@@ -830,12 +852,8 @@ class Transactions:
         session = producer.session
         ct = self.client(session)
         entry = self._entry(session, "send_offsets_to_transaction")
-        if self._stuck(ct, session, entry, "sendOffsetsToTransaction()"):
-            return
-        if ct.state != "IN_TRANSACTION":
-            error = ct.error if ct.state == ABORTABLE and ct.error else "IllegalStateException"
-            self._fail(session, entry, error,
-                       f"{session.id}.sendOffsetsToTransaction() throws {error}: no transaction is open")
+        call = "sendOffsetsToTransaction()"
+        if self._refused(ct, session, entry, call, "IN_TRANSACTION", "no transaction is open"):
             return
         groups = self.groups
         c = groups.consumers[consumer]
@@ -881,6 +899,42 @@ class Transactions:
             f"accepted: the offsets are pending, invisible until {tid!r} commits",
         )
 
+    def unstable(self, group: str, partitions: list[int]) -> list[int]:
+        """The partitions among `partitions` for which a transaction holds pending offsets of `group`."""
+        return sorted(
+            {
+                p
+                for m in self.metas.values()
+                if m.state == "Ongoing" or m.state in PENDING
+                for p in m.offsets.get(group, {})
+                if p in partitions
+            }
+        )
+
+    def offsets_stable(self, consumer: str, group: str, partitions: list[int]) -> bool:
+        """OffsetFetch with requireStable (the Java consumer always asks so, CCo 1442): while a
+        transaction holds pending offsets of the group for one of these partitions, the group
+        coordinator answers UNSTABLE_OFFSET_COMMIT (OMM 739, 764-767). Simplified: the consumer
+        asks again at its next poll, not within this one."""
+        pending = self.unstable(group, partitions)
+        key = (consumer, group)
+        if not pending:
+            self.unstable_told.discard(key)
+            return True
+        if key in self.unstable_told:
+            return False
+        self.unstable_told.add(key)
+        self.step(
+            "consumer_unstable_offsets",
+            consumer,
+            f"{consumer} fetches the committed offsets of group {group!r}: UNSTABLE_OFFSET_COMMIT, a "
+            f"transaction holds pending offsets for {', '.join(f'P{p}' for p in pending)}; it waits for "
+            "that transaction to end and asks again",
+            consumer=consumer,
+            error="UNSTABLE_OFFSET_COMMIT",
+        )
+        return False
+
     # -- results -----------------------------------------------------------------------------
 
     def fenced(self, session: ProducerSession) -> bool:
@@ -899,6 +953,24 @@ class Transactions:
         out["fenced"] = self.fenced(session)
 
     def snapshot(self) -> dict[str, Any]:
+        """A view's `transactions` (per transactional.id, the coordinator's) and `txn_producers`
+        (per producer process running now, its transaction manager's)."""
+        latest = {s.id: (s, ct) for s, ct in self.clients.items()}
+        producers = {
+            pid: {
+                "transactional_id": s.config.transactional_id,
+                "producer_id": s.pid,
+                "epoch": s.epoch if s.pid >= 0 else -1,
+                "state": ct.state,
+                "error": ct.error,
+                "partitions": sorted(ct.partitions),
+                "fenced": self.fenced(s),
+            }
+            for pid, (s, ct) in sorted(latest.items())
+        }
+        return {"transactions": self._coordinator_view(), "txn_producers": producers}
+
+    def _coordinator_view(self) -> dict[str, Any]:
         return {
             tid: {
                 "producer_id": m.pid,

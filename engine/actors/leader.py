@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..compaction import INVALID_RECORD, refuses
 from ..state import (
     UNKNOWN,
     Broker,
@@ -18,6 +19,8 @@ from ..state import (
     _fmt_records,
     _fmt_set,
 )
+
+NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry: the batches a replica remembers per producer id
 
 
 class LeaderRole:
@@ -119,6 +122,24 @@ class LeaderRole:
             state = self._last_sequence(br, batch.session.pid)
             if state is not None and state[0] > batch.pepoch:
                 existing = None  # a duplicate needs the same epoch (PSE 135): the epoch check refuses it
+            elif idx not in self._recent_batches(br, batch.session.pid, batch.pepoch):
+                # the producer state caches only the last five batches (PSE 36): an older retry is
+                # not recognised and falls through to the sequence check (kafka-eos-kraft §E.A A3)
+                existing = None
+        if existing is None and br.seg is not None:
+            refused = refuses(br.seg.config, batch.key)
+            if refused is not None:  # LogValidator.validateKey: the whole request fails
+                self._reject_produce(
+                    bid,
+                    idx,
+                    attempt_id,
+                    "leader_reject_invalid_record",
+                    INVALID_RECORD,
+                    f"{who} refuses {_fmt_records(batch.records)}: the topic is compacted "
+                    f"(cleanup.policy={br.seg.config.cleanup_policy}) and the records have no key. "
+                    f"{refused}: {INVALID_RECORD} (87), nothing appended",
+                )
+                return
         if existing is None and batch.idempotent:
             state = self._last_sequence(br, batch.session.pid)
             if state is not None:
@@ -186,6 +207,11 @@ class LeaderRole:
             else:
                 if self.part2:  # the client-side scenes: where the records land, no epochs yet
                     text = f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)}"
+                    if batch.txn:
+                        text += (
+                            f", in an open transaction of producer id {batch.session.pid}: read_committed "
+                            f"readers stop at its first offset until its marker"
+                        )
                 else:
                     text = (
                         f"{who} appends {_fmt_records(batch.records)} at {_fmt_offsets(first, last)} "
@@ -231,6 +257,25 @@ class LeaderRole:
             )
         timeout = batch.session.config.request_timeout_ms  # the request's own timeout field
         self.at(self.now + timeout, self._expire_produce, bid, br.inc, idx, attempt_id)
+
+    def _recent_batches(self, br: Broker, pid: int, epoch: int) -> list[int]:
+        """The batches ProducerStateEntry remembers for `pid`: its last NUM_BATCHES_TO_RETAIN = 5
+        of this epoch in the replica's log (PSE 36, 107-110), newest first."""
+        found: list[int] = []
+        log = br.log
+        for off in range(len(log) - 1, -1, -1):
+            bidx = log[off][2]
+            if bidx < 0 or (found and found[-1] == bidx):
+                continue
+            b = self.batches[bidx]
+            if b.session.pid != pid or b.control is not None or b.seq < 0:
+                continue
+            if b.pepoch != epoch:
+                break  # an epoch change clears the cache (PSE 97-105)
+            found.append(bidx)
+            if len(found) == NUM_BATCHES_TO_RETAIN:
+                break
+        return found
 
     def _last_sequence(self, br: Broker, pid: int) -> tuple[int, int] | None:
         """The producer state a replica rebuilds from its log (ProducerStateManager, one entry per

@@ -48,10 +48,12 @@ class LogRole:
             records = [(ts, key, entries[k][1]) for k in range(i, j)]
             size = b.nbytes if b is not None and b.nbytes is not None else None
             if size is None or (b is not None and j - i != len(b.records)):
-                encoded = [(t, None if k is None else k.encode(), v.encode()) for t, k, v in records]
+                encoded = [(t, None if k is None else k.encode(), None if v is None else v.encode())
+                           for t, k, v in records]
                 size = batch_size_bytes(encoded)
             try:
-                written = seg.append(records, size, self.now)
+                pid = b.session.pid if b is not None and b.seq >= 0 else -1
+                written = seg.append(records, size, self.now, pid)
                 if b is not None and j - i == len(b.records):
                     b.on_disk = written
             except LogError as exc:
@@ -110,6 +112,9 @@ class LogRole:
         log.retention.check.interval.ms. A check that turns out to delete nothing (a high
         watermark still behind) schedules the one after it. Without size retention, appends only
         push the earliest deletion later, so a check already queued stays the first useful one."""
+        if self.cfg.log.compact:  # LogManager.cleanupLogs skips compacted logs: the cleaner deletes
+            self._schedule_cleaner()
+            return
         if self.retention_at is not None and self.cfg.log.retention_bytes < 0:
             return
         due: int | None = None
@@ -135,22 +140,26 @@ class LogRole:
             return  # a later schedule replaced this one
         self.retention_at = None
         for bid in self.replicas:
-            br = self.brokers[bid]
-            if not br.alive or br.seg is None:
-                continue
+            self._retention_on(bid)
+        self._schedule_retention()
+
+    def _retention_on(self, bid: int) -> None:
+        """UnifiedLog.deleteOldSegments on one broker's replica, told as a step when it deletes."""
+        br = self.brokers[bid]
+        if br.alive and br.seg is not None:
             seg = br.seg
             seg.update_high_watermark(br.hw)
             before = seg.log_start_offset
             gone = seg.retention_pass(self.now)
             if not gone:
-                continue
+                return
             why = {
                 "RetentionMsBreach": f"retention.ms={self.cfg.log.retention_ms}",
                 "RetentionSizeBreach": f"retention.bytes={self.cfg.log.retention_bytes}",
                 "StartOffsetBreach": "below the log start offset",
             }
             names = ", ".join(
-                f"{d.segment.base_offset}-{d.segment.next_offset - 1} ({why.get(d.reason, d.reason)})"
+                f"{_span(d.segment.base_offset, d.segment.next_offset)} ({why.get(d.reason, d.reason)})"
                 for d in gone
             )
             self.step(
@@ -160,4 +169,8 @@ class LogRole:
                 f"log start offset {before} -> {seg.log_start_offset}",
                 broker=bid,
             )
-        self._schedule_retention()
+
+
+def _span(base: int, nxt: int) -> str:
+    """A segment's offsets, `base-last`; a segment the cleaner emptied has none."""
+    return f"{base}-{nxt - 1}" if nxt > base else f"{base} (emptied by the cleaner)"

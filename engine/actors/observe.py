@@ -113,6 +113,7 @@ class ObserveRole:
                 "log": [
                     {"offset": i, "epoch": e, "record": rec, "key": self.batches[x].key if x >= 0 else None}
                     for i, (e, rec, x) in enumerate(b.log)
+                    if b.seg is None or not b.seg.cleaned_away or i not in b.seg.cleaned_away
                 ],
                 "epoch_cache": [list(x) for x in b.cache],
                 "fetching": b.fetching,
@@ -185,9 +186,8 @@ class ObserveRole:
                 "failed": list(self.failed_records),
                 "sent": list(self.sent_records),
                 "lost": lost,
-                "duplicates": duplicates(
-                    r for (_e, r, x) in leader_b.log if x < 0 or self.batches[x].control is None
-                ) if leader_b is not None else [],
+                "duplicates": duplicates(r for _off, r in self.data_entries(leader_b))
+                if leader_b is not None else [],
             },
         }
         if self.part2:
@@ -198,20 +198,21 @@ class ObserveRole:
             part["producer_state"] = self.producer_state(leader_b) if leader_b is not None else []
             out["producer"]["sequences"] = self.producer_sequences()
             part["lso"] = last_stable_offset(self)
+            part["cleaner_point"] = self.cleaner_point()
             if self.has_txn and leader_b is not None:  # scene 08: which records are aborted or undecided
                 part["aborted"] = sorted(log_view(self, leader_b).aborted)
                 part["undecided"] = self.undecided(leader_b)
             if self.txn is not None:
                 out["producer"]["instances"] = self.producer_instances()
-        if self.has_txn:  # transactions: which log entries are markers, the coordinator's state
+        if self.has_txn:  # transactions: which log entries are markers
             for bid, shown in zip(sorted(self.brokers), brokers.values(), strict=True):
                 log = self.brokers[bid].log
                 for e in shown["log"]:
                     x = log[e["offset"]][2]
                     if x >= 0 and self.batches[x].control is not None:
                         e["control"] = self.batches[x].control
-            if self.txn is not None:
-                out["transactions"] = self.txn.snapshot()
+        if self.txn is not None:  # the coordinator's and the producers' transaction state
+            out.update(self.txn.snapshot())
         if self.clients is not None:
             out.update(self.clients.snapshot())
         return out
@@ -234,8 +235,11 @@ class ObserveRole:
         leader = self.brokers.get(c.leader) if c.leader != NO_LEADER else None
         log = leader.log if leader is not None else []
         start = self.log_start_offset()
+        gone = self.cleaned_away()
         entries: list[LogEntry] = []
         for off in range(start, len(log)):
+            if gone and off in gone:
+                continue  # removed by the cleaner: the log keeps a gap
             _epoch, record, bidx = log[off]
             batch = self.batches[bidx] if bidx >= 0 else None
             if batch is not None and batch.control is not None:  # a transaction marker
@@ -274,7 +278,7 @@ class ObserveRole:
             "leo": len(log),
             "lso": log_view(self, leader).lso if leader is not None else 0,
             "log_start_offset": start,
-            "cleaner_point": start,
+            "cleaner_point": self.cleaner_point(),
             "segments": self.leader_segments(),
             "log": entries,
         }
@@ -377,11 +381,10 @@ class ObserveRole:
                     producer_epoch=b.pepoch if b.seq >= 0 else -1,
                 )
             if b.outcome == "acked":
-                acked.extend(b.records)
+                acked.extend(r for r in b.records if r is not None)  # a tombstone has no name
         if c.leader != NO_LEADER:
             L = self.brokers[c.leader]
-            batches = self.batches
-            data = [(off, r) for off, (_e, r, x) in enumerate(L.log) if x < 0 or batches[x].control is None]
+            data = self.data_entries(L)
             leader_records = [r for _off, r in data]
             lost = self.lost_acked(acked)
             visible = [r for off, r in data if off < L.hw]
@@ -453,9 +456,17 @@ class ObserveRole:
         producer id, epoch and the next sequence it will give a batch here, in the order the
         sessions started (a restarted producer shows its old session too, no longer alive)."""
         return [
-            {"producer": s.id, "producer_id": s.pid, "epoch": st[0], "next_sequence": st[1], "alive": s.alive}
+            {"producer": s.id, "producer_id": s.pid, "epoch": st[0], "next_sequence": st[1], "alive": s.alive,
+             "started_ms": s.started_ms}
             for s, st in sorted(self.sequences.items(), key=lambda kv: (kv[0].started_ms, kv[0].pid))
         ]
+
+    def data_entries(self, br: Any) -> list[tuple[int, str]]:
+        """(offset, record) of the data records in `br`'s log: a transaction marker is no record,
+        a tombstone has no name (the ledger's records)."""
+        batches = self.batches
+        return [(off, r) for off, (_e, r, x) in enumerate(br.log)
+                if r is not None and (x < 0 or batches[x].control is None)]
 
     def undecided(self, br: Any) -> list[int]:
         """Offsets of transactional records in `br`'s log whose transaction has no marker there
@@ -478,6 +489,7 @@ class ObserveRole:
         txn = self.txn
         return [
             {"producer": s.id, "transactional_id": s.config.transactional_id, "producer_id": s.pid,
-             "epoch": s.epoch, "state": ct.state, "fenced": txn.fenced(s), "alive": s.alive}
+             "epoch": s.epoch, "state": ct.state, "fenced": txn.fenced(s), "alive": s.alive,
+             "started_ms": s.started_ms}
             for s, ct in sorted(txn.clients.items(), key=lambda kv: (kv[0].started_ms, kv[0].id))
         ]

@@ -25,6 +25,11 @@ from ..state import (
 )
 
 
+def _named(records: list[str]) -> list[str]:
+    """The records the ledger tracks by name: all but tombstones (a null value has no name)."""
+    return [r for r in records if r is not None] if None in records else records
+
+
 class ProducerRole:
     # ---------------------------------------------------------------------------------------
     # producer client (Sender / RecordAccumulator, simplified to one batch per produce action)
@@ -61,7 +66,8 @@ class ProducerRole:
         b.nbytes = action.bytes_
         if b.nbytes is None and self.part2:
             key = None if b.key is None else b.key.encode()
-            b.nbytes = batch_size_bytes([(b.timestamp, key, r.encode()) for r in records])
+            values = [None if r is None else r.encode() for r in records]  # None: a tombstone
+            b.nbytes = batch_size_bytes([(b.timestamp, key, v) for v in values])
         b.first_send = self.now
         b.action = self.action
         b.lose_response = action.lose_response
@@ -88,10 +94,10 @@ class ProducerRole:
         under the new one (TransactionManager.maybeUpdateProducerIdAndEpoch)."""
         st = self.sequences.get(session)
         if st is None:
-            st = self.sequences[session] = [session.epoch, 0]
+            st = self.sequences[session] = [session.epoch, 0, -1, -1]
         elif st[0] != session.epoch and self._unanswered(session, len(self.batches)) is None:
-            st[0], st[1] = session.epoch, 0
-        epoch, seq = st
+            st[:] = [session.epoch, 0, -1, -1]
+        epoch, seq = st[0], st[1]
         st[1] += n
         return epoch, seq
 
@@ -214,7 +220,7 @@ class ProducerRole:
         b.attempt_id += 1
         self._set_state(b, "awaiting_response")
         if b.attempts == 1:
-            self.sent_records.extend(b.records)
+            self.sent_records.extend(_named(b.records))
         b.target = leader
         retry = f" (attempt {b.attempts})" if b.attempts > 1 else ""
         if b.acks == 0:
@@ -239,7 +245,7 @@ class ProducerRole:
                 "producer_send",
                 b.session.id,
                 f"{_name(b)} sends {_fmt_records(b.records)}{_keyed(b) if self.part2 else ''} to "
-                f"B{leader} with acks={b.acks_shown}{retry}",
+                f"B{leader} with acks={b.acks_shown}{retry}{_transactional(b)}",
                 produce=idx,
                 broker=leader,
                 records=b.records,
@@ -299,7 +305,7 @@ class ProducerRole:
     def _producer_fail(self, b: Batch, error: str, why: str) -> None:
         self.pending_batches -= 1
         b.outcome = "failed"
-        self.failed_records.extend(b.records)
+        self.failed_records.extend(_named(b.records))
         b.error = error
         b.done_ms = self.now
         self._set_state(b, "failed")
@@ -309,10 +315,44 @@ class ProducerRole:
             f"{_the(b, True)} gives up on {_fmt_records(b.records)}: {error} ({why})",
             produce=b.index,
         )
+        unknown = b.attempts and error == "REQUEST_TIMED_OUT"  # sent, never answered
+        if b.idempotent and unknown and not b.session.config.transactional:
+            st = self.sequences.get(b.session)
+            if st is not None and st[0] == b.pepoch:
+                # sent, never answered: its outcome is unknown, its sequence unresolved (TM 739-745)
+                st[3] = max(st[3], b.seq + len(b.records) - 1)
+        self._check_unresolved(b.session)
         self._release_held()
+
+    def _check_unresolved(self, session: ProducerSession) -> None:
+        """kafka-eos-kraft §A.6 / §E.A A6: a batch that expired after it was sent leaves its
+        sequence unresolved. A later batch acknowledged past it proves it was written (the broker
+        takes sequence n+1 only after n): resolved, nothing else happens (TM 756-758). Once no
+        batch of the partition is in flight and it is still unresolved, the idempotent producer
+        bumps its own epoch and starts the partition's sequence again at 0 (TM 749-781)."""
+        st = self.sequences.get(session)
+        if st is None or st[3] < 0:
+            return
+        if st[2] > st[3]:
+            st[3] = -1
+            return
+        if self.unanswered_of(session):
+            return
+        session.epoch += 1
+        st[:] = [session.epoch, 0, -1, -1]
+        self.step(
+            "producer_bump_epoch",
+            session.id,
+            f"Every batch {_who(session)} had in flight here expired with an unknown outcome: it bumps its "
+            f"epoch to {session.epoch} and "
+            "numbers its next batches from sequence 0",
+        )
 
     def _producer_error(self, idx: int, attempt_id: int, error: str) -> None:
         b = self.batches[idx]
+        if b.control is not None:  # a transaction marker's request failed: the coordinator retries it
+            self.txn.marker_answer(self.partition, idx, attempt_id, error, None)
+            return
         if b.attempt_id != attempt_id or b.state != "awaiting_response":
             return
         if b.outcome == "sent":
@@ -337,7 +377,7 @@ class ProducerRole:
                     }
                 ]
             )
-        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._unanswered(b.session, b.index) is None:
+        if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and self._is_next_sequence(b):
             self._bump_producer_epoch(b)
         if error in REFRESH_METADATA:
             self._producer_refresh()
@@ -357,7 +397,12 @@ class ProducerRole:
             return
         self.pending_batches -= 1
         b.outcome = "acked"
-        self.acked_records.extend(b.records)
+        self.acked_records.extend(_named(b.records))
+        if b.idempotent:  # the last acknowledged sequence (TransactionManager.lastAckedSequence)
+            st = self.sequences.get(b.session)
+            if st is not None and st[0] == b.pepoch:
+                st[2] = max(st[2], b.seq + len(b.records) - 1)
+                self._check_unresolved(b.session)
         b.error = None
         b.offsets = offsets
         b.done_ms = self.now
@@ -377,6 +422,17 @@ class ProducerRole:
         if self.unsendable:
             self._release_held()
 
+    def _is_next_sequence(self, b: Batch) -> bool:
+        """TransactionManager.isNextSequence (TM 959-964): an OUT_OF_ORDER_SEQUENCE_NUMBER for the
+        batch right after the last acknowledged one is a real gap; for any other batch an earlier
+        one may still fill it (or, like a retry older than the broker's five-batch window,
+        kafka-eos-kraft §E.A A3, it never will), and the batch is retried until its delivery
+        timeout. A transactional producer never bumps its own epoch (its coordinator does)."""
+        st = self.sequences.get(b.session)
+        if st is None or b.session.config.transactional or b.pepoch != st[0]:
+            return False
+        return b.seq == st[2] + 1
+
     def _bump_producer_epoch(self, b: Batch) -> None:
         """KIP-360 (TransactionManager 549-560, 749-781): the broker reports a gap no earlier batch
         can fill, so an idempotent producer bumps its own epoch, with no round trip, and numbers
@@ -384,7 +440,7 @@ class ProducerRole:
         once their old-epoch batches are answered: `_next_sequence`)."""
         session = b.session
         session.epoch += 1
-        st = self.sequences[session] = [session.epoch, 0]
+        st = self.sequences[session] = [session.epoch, 0, -1, -1]
         for e in self.batches[b.index :]:
             if e.session is session and e.idempotent and e.outcome is None:
                 e.seq = st[1]
@@ -406,11 +462,27 @@ def _name(b: Batch) -> str:
     return "Producer" if pid == DEFAULT_PRODUCER_ID else f"Producer {pid}"
 
 
+def _who(session: ProducerSession) -> str:
+    return "the producer" if session.id == DEFAULT_PRODUCER_ID else f"producer {session.id}"
+
+
 def _the(b: Batch, capital: bool = False) -> str:
     pid = b.session.id
     if pid == DEFAULT_PRODUCER_ID:
         return "The producer" if capital else "the producer"
     return f"Producer {pid}" if capital else f"producer {pid}"
+
+
+def _transactional(b: Batch) -> str:
+    """A transactional batch's produce request carries the flag, its producer id, epoch and
+    sequence (engine/transactions.py)."""
+    if not b.txn:
+        return ""
+    return (
+        f", transactional: producer id {b.session.pid}, epoch {b.pepoch}, sequence {b.seq}"
+        if b.seq >= 0
+        else f", transactional: producer id {b.session.pid}"
+    )
 
 
 def _keyed(b: Batch) -> str:

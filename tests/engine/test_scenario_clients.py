@@ -783,11 +783,13 @@ def test_with_several_producers_an_action_says_which():
     problems = problems_of(doc)
     assert {p["path"] for p in problems} == {"actions[0].producer", "actions[1].producer"}
     assert "say which one" in problems[0]["message"] and "a, b" in problems[0]["message"]
-    doc["actions"] = [
+    doc["actions"] = [  # a transactional producer sends inside a transaction (engine/transactions.py)
+        {"do": "init_transactions", "producer": "b"},
+        {"do": "begin_transaction", "producer": "b"},
         {"do": "produce", "records": ["r"], "producer": "b"},
         {"do": "init_transactions", "producer": "a"},
     ]
-    assert cfg_of(doc).actions[0].producer == "b"
+    assert cfg_of(doc).actions[2].producer == "b"
 
 
 @pytest.mark.parametrize(
