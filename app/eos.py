@@ -114,11 +114,12 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
 
 def coordinator_badges(view: dict[str, Any]) -> list[dict[str, Any]]:
     """The transaction coordinator's record of each transactional.id at this step, one badge each:
-    the broker, the producer id, the epoch it last handed out and the transaction's state."""
+    the broker, the epoch it last handed out and the transaction's state (the producer id, which a
+    transactional.id keeps, is in the title)."""
     out = []
     for tid, m in sorted((view.get("transactions") or {}).items()):
         out.append({
-            "text": f"B{m['coordinator']}: {tid} pid {m['producer_id']} e{m['epoch']} · {m['state']}",
+            "text": f"B{m['coordinator']}: {tid} e{m['epoch']} · {m['state']}",
             "cls": "broker",
             "title": (f"B{m['coordinator']} leads __transaction_state partition {m['txn_partition']}, so it "
                       f"is the transaction coordinator of {tid!r}: producer id {m['producer_id']}, epoch "
