@@ -531,12 +531,13 @@ def diagram(
         model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
         strip_from = len(model["brokers"])
         model["brokers"].extend(eos.coordinator_badges(view))
+        transactional = any(p.get("transactional.id") is not None for p in scenario.get("producers") or [])
         for st, row in zip(states, model["rows"], strict=True):
             if st.get("absent"):
                 continue
             snap = snaps[st["number"]]
             model["brokers"].extend(eos.state_badges(snap, st["number"], st["leader"], several))
-            _transaction_cells(row, snap, st)
+            _transaction_cells(row, snap, st, transactional)
         model["counter_badges"] = [b["text"] for b in model["brokers"][strip_from:]]
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
@@ -565,9 +566,11 @@ def diagram(
     return out
 
 
-def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dict[str, Any]) -> None:
+def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dict[str, Any],
+                       transactional: bool) -> None:
     """Scene 08: colour markers, aborted and undecided records (app/eos.py), name a marker C or A,
-    and mark the last stable offset when the engine reports one (LSO; HW=LSO when they meet)."""
+    and, when a producer has a transactional.id, mark the last stable offset (LSO; HW=LSO when
+    they meet: without transactions the two are always the same, so it is not drawn)."""
     by_offset = {int(e["offset"]): e for e in st["log"]}
     for cell in row["cells_model"]:
         entry = by_offset.get(cell["offset"])
@@ -579,7 +582,7 @@ def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dic
             cell["record"] = entry["control"][0]
         cell["title"] += f"; {phrase}"
     lso = ((snap or {}).get("partition") or {}).get("lso")
-    if lso is not None and row.get("markers"):
+    if transactional and lso is not None and row.get("markers"):
         row["markers"]["lso"] = int(lso)
         row["markers"]["hw_text"] = "HW=LSO" if int(lso) == st["hw"] else "HW"
 
