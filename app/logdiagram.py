@@ -579,7 +579,8 @@ def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dic
             continue
         cell["epoch_class"], phrase = how
         if entry.get("control"):
-            cell["record"] = entry["control"][0]
+            # a mark, not a letter: a marker drawn "C" or "A" read as the records c and a
+            cell["record"] = "C✓" if entry["control"] == "COMMIT" else "A✗"
         cell["title"] += f"; {phrase}"
     lso = ((snap or {}).get("partition") or {}).get("lso")
     if transactional and lso is not None and row.get("markers"):
