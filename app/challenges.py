@@ -25,6 +25,10 @@ the run:
                            part is met too: with partitioner.ignore.keys the sticky partitioner
                            put every keyless-treated record on one partition, batch.size not
                            reached
+    duplicate_then_dedupe  the log holds a record twice (the engine's duplicates ledger at this
+                           step). Its second part is met too: a leader recognised a batch sent
+                           again after it was written (leader_dedupe_idempotent), and no record is
+                           there twice
 Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
 (consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
 """
@@ -34,7 +38,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from app import logdiagram
+from app import eos, logdiagram
 from app.formats import clock
 from engine.producers import BATCH_SIZE
 
@@ -371,8 +375,28 @@ def miss_delete(timeline: Any) -> tuple[bool, str]:
                    "offset yet.")
 
 
+def duplicate_then_dedupe(timeline: Any) -> tuple[bool, str]:
+    """Scene 08: a record the log holds twice (the engine's duplicates ledger at this step); its
+    second part: the leader recognised a batch sent again after it was written, and no record is
+    there twice."""
+    dups = eos.duplicates(logdiagram.partition_views(timeline.view))
+    if dups:
+        return True, (f"first part: the log holds {_names(dups)} twice (the engine's duplicates ledger). "
+                      "Now keep the same trouble and make the second copy impossible.")
+    steps = timeline.steps[: timeline.step]
+    deduped = [s for s in steps if s.get("kind") == "leader_dedupe_idempotent"]
+    if deduped:
+        return True, (f"second part: {deduped[0].get('text', 'a leader recognised a retried batch')}; "
+                      "the log holds every record once.")
+    resent = any(s.get("kind") == "producer_retry" for s in steps)
+    return False, ("a batch was sent again, but no record is in the log twice yet: was the first attempt "
+                   "written?" if resent else "no batch has been sent twice so far, and no record is in the "
+                   "log twice.")
+
+
 JUDGES = {
     "miss_delete": miss_delete,
+    "duplicate_then_dedupe": duplicate_then_dedupe,
     "read_before_subscribe": read_before_subscribe,
     "spread_keys": spread_keys,
     "fan_out": fan_out,

@@ -957,7 +957,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 record=c["record"],
                 offset=c["offset"],
                 epoch=None,
-                epoch_class="ep0",
+                epoch_class=c.get("epoch_class", "ep0"),
                 state=c["state"],
                 glyph="",
                 title=c["title"],
@@ -975,6 +975,8 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
         m["hw_x"] = x_of(m["hw"])
         m["leo_x"] = x_of(m["leo"])
         m["start_x"] = x_of(m["start"])
+        if "lso" in m:  # scene 08: the last stable offset
+            m["lso_x"] = x_of(m["lso"])
         m["tip_y"] = round(marker_y, 1)
         label_w = len(m["text"]) * 5.9
         if m["leo_x"] + 8 + label_w <= right:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import diagram as dg
-from app import formats
+from app import eos, formats
 from app.state import format_value
 
 KEY_TEXT_CHARS = 5
@@ -56,9 +56,16 @@ def log_mode(scenario: dict[str, Any]) -> bool:
     partitions, sets the partitioner's producer settings, or sets segment or retention settings.
     (Several partitions alone do not: the durability scenes draw one partition's replicas.)"""
     producer = scenario.get("producer") or {}
-    return (bool(scenario.get("consumers"))
+    return (bool(scenario.get("consumers")) or counters_shown(scenario)
             or any(a.get("do") == "add_partitions" for a in scenario.get("actions") or [])
             or any(k in producer for k in PARTITIONER_KEYS) or shows_segments(scenario))
+
+
+def counters_shown(scenario: dict[str, Any]) -> bool:
+    """Whether the diagram shows exactly-once's counters (scene 08): the scenario names its producer
+    processes (`producers`), so each one's producer id, epoch and sequences are drawn, and every
+    partition row says what its leader remembers per producer id."""
+    return bool(scenario.get("producers"))
 
 
 def shows_segments(scenario: dict[str, Any]) -> bool:
@@ -594,7 +601,9 @@ def diagram(
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
     received = received_so_far(steps, this_process=True)
-    acks = format_value((scenario.get("producer") or {}).get("acks", "all"))
+    counters = counters_shown(scenario)
+    first_producer = (scenario.get("producers") or [{}])[0] if counters else scenario.get("producer") or {}
+    acks = format_value(first_producer.get("acks", "all"))
     topic = (scenario.get("topic") or {}).get("name", "t")
     several = len(states) > 1
     readers = bool(scenario.get("consumers"))
@@ -609,6 +618,19 @@ def diagram(
         "pills": _pills(snaps),
         "timers": [],
     }
+    if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
+        model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
+        model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
+        strip_from = len(model["brokers"])
+        model["brokers"].extend(eos.coordinator_badges(view))
+        transactional = any(p.get("transactional.id") is not None for p in scenario.get("producers") or [])
+        for st, row in zip(states, model["rows"], strict=True):
+            if st.get("absent"):
+                continue
+            snap = snaps[st["number"]]
+            model["brokers"].extend(eos.state_badges(snap, st["number"], st["leader"], several))
+            _transaction_cells(row, snap, st, transactional)
+        model["counter_badges"] = [b["text"] for b in model["brokers"][strip_from:]]
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))
@@ -634,6 +656,28 @@ def diagram(
     out["summary"] = summary_sentence(timeline, states, topic)
     out["description"] = describe(timeline, view, states, consumers, groups, received, model, topic)
     return out
+
+
+def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dict[str, Any],
+                       transactional: bool) -> None:
+    """Scene 08: colour markers, aborted and undecided records (app/eos.py), name a marker C or A,
+    and, when a producer has a transactional.id, mark the last stable offset (LSO; HW=LSO when
+    they meet: without transactions the two are always the same, so it is not drawn)."""
+    by_offset = {int(e["offset"]): e for e in st["log"]}
+    for cell in row["cells_model"]:
+        entry = by_offset.get(cell["offset"])
+        how = eos.cell_class(snap, entry) if entry is not None else None
+        if how is None:
+            continue
+        cell["epoch_class"], phrase = how
+        if entry.get("control"):
+            # a mark, not a letter: a marker drawn "C" or "A" read as the records c and a
+            cell["record"] = "C✓" if entry["control"] == "COMMIT" else "A✗"
+        cell["title"] += f"; {phrase}"
+    lso = ((snap or {}).get("partition") or {}).get("lso")
+    if transactional and lso is not None and row.get("markers"):
+        row["markers"]["lso"] = int(lso)
+        row["markers"]["hw_text"] = "HW=LSO" if int(lso) == st["hw"] else "HW"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -711,7 +755,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
              groups: dict[str, Any], received: dict[str, list[dict[str, Any]]], model: dict[str, Any],
              topic: str) -> list[str]:
     lines = [summary_sentence(timeline, states, topic)]
-    producer = model["producer"]["lines"]
+    counters = model["producer"].get("counters") or []
+    producer = [x for x in model["producer"]["lines"] if x not in counters]
     flight = [x for x in producer if not x.startswith(("metadata:", "no key:"))]
     head = [x.replace("metadata:", "its metadata shows").replace("no key: sticks to", "records without a key "
                                                                       "stick to")
@@ -719,6 +764,10 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
             for x in producer if x.startswith(("metadata:", "no key:"))]
     said = "nothing in flight" if flight == ["no request in flight"] else "in flight " + "; ".join(flight)
     lines.append("Producer: " + "; ".join(head + [said]) + ".")
+    if counters:  # scene 08: producer ids, epochs, sequences; what leaders and the coordinator hold
+        lines.append("Producer processes: " + "; ".join(x.replace("✖ ", "dead: ") for x in counters) + ".")
+        if model.get("counter_badges"):
+            lines.append("Brokers remember: " + "; ".join(model["counter_badges"]) + ".")
     for cid in sorted(consumers):
         c = consumers[cid]
         status = consumer_status(c)
@@ -764,6 +813,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
                     else f"Offset {gone['first']}")
             text += (f" {span} deleted ({', '.join(str(e.get('record')) for e in deleted)} are gone)"
                      if len(deleted) > 1 else f" {span} deleted ({deleted[0].get('record')} is gone)") + "."
+        if row["markers"] and row["markers"].get("lso") is not None:
+            text += f" Last stable offset {row['markers']['lso']}."
         if row["segments"]:
             text += " Segments: " + _segments_text(row) + "."
         marks = [m["text"] for lane in row["lanes"] for m in lane["markers"]]

@@ -24,7 +24,7 @@ from typing import Any
 import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
-from app import ledger
+from app import eos, ledger
 from app.formats import clock, sim_time
 from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
@@ -1745,3 +1745,79 @@ LIVE["live_tombstones"] = live_tombstones
 LIVE["live_readers_vs_tombstones"] = live_readers_vs_tombstones
 LIVE["live_log_gaps"] = live_log_gaps
 LIVE["live_table"] = live_table
+# live answers for scene 08 (exactly-once): producer ids, epochs and sequences, what each leader
+# remembers, and the duplicates ledger, all at the moment described (app/eos.py reads them)
+
+
+def _partition_snaps(result: dict[str, Any]) -> list[dict[str, Any] | None]:
+    from app.logdiagram import partition_views
+
+    view = result.get("view")
+    return partition_views(view) if isinstance(view, dict) else list(_snapshots(result))
+
+
+def live_producer_ids(result: dict[str, Any]) -> str | None:
+    rows = eos.sessions(_partition_snaps(result))
+    if not rows:
+        return ("No producer in your run has numbered a batch so far: without idempotence a producer has no "
+                "producer id and sends no sequence numbers.")
+    parts = []
+    for r in rows[:3]:
+        nxt = ", ".join(f"{n} for P{p}" for p, n in sorted(r["next"].items()))
+        life = "" if r["alive"] else " (that process has died)"
+        parts.append(f"{r['producer']} has producer id {r['producer_id']}, epoch {r['epoch']}, and will "
+                     f"give its next batch sequence {nxt}{life}")
+    text = "In your run " + "; ".join(parts) + "."
+    if len({r["producer_id"] for r in rows}) > 1 and len({r["producer"] for r in rows}) < len(rows):
+        text += " A restart gave the same producer a new id, so the leader cannot match the two processes."
+    return text
+
+
+def live_leader_sequences(result: dict[str, Any]) -> str | None:
+    parts = []
+    for p, snap in enumerate(_partition_snaps(result)):
+        for r in eos.remembered(snap)[:3]:
+            ranges = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b, _c, _d in r["batches"])
+            parts.append(f"P{p}'s leader remembers producer id {r['producer_id']} at epoch {r['epoch']}, "
+                         f"last sequence {r['last_sequence']} (batches {ranges})")
+    if not parts:
+        return ("No leader in your run holds a batch with a producer id yet, so none has anything to "
+                "compare a retry with.")
+    return "In your run " + "; ".join(parts[:4]) + "."
+
+
+def live_duplicates(result: dict[str, Any]) -> str | None:
+    dups = eos.duplicates(_partition_snaps(result))
+    steps = _steps_so_far(result)
+    deduped = sum(1 for s in steps if s.get("kind") == "leader_dedupe_idempotent")
+    retries = sum(1 for s in steps if s.get("kind") == "producer_retry")
+    if dups:
+        return f"In your run the log now holds {_records(dups)} twice, a duplicate from a retry."
+    if deduped:
+        return (f"In your run a leader recognised {deduped} retried batch{'es' if deduped != 1 else ''} and "
+                "answered with the original offsets: no record is in the log twice.")
+    if retries:
+        return "In your run a batch was retried, and no record is in the log twice."
+    return "In your run nothing has been retried so far, and no record is in the log twice."
+
+
+def live_transactions(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    txns = state.get("transactions") or {}
+    parts = [f"the coordinator B{m['coordinator']} has {tid} at producer id {m['producer_id']}, epoch "
+             f"{m['epoch']}, state {m['state']}" for tid, m in sorted(txns.items())]
+    for p, snap in enumerate(_partition_snaps(result)):
+        part = (snap or {}).get("partition") or {}
+        if part.get("lso") is not None:
+            lso, hw = int(part["lso"]), int(part.get("hw") or 0)
+            held = " (read_committed readers wait there)" if lso < hw else ""
+            parts.append(f"P{p}'s last stable offset is {lso} and its high watermark {hw}{held}")
+    if not txns:
+        parts.insert(0, "no producer has a transactional.id, so nothing is transactional")
+    return "In your run " + "; ".join(parts[:4]) + "."
+
+
+LIVE["live_transactions"] = live_transactions
+LIVE["live_producer_ids"] = live_producer_ids
+LIVE["live_leader_sequences"] = live_leader_sequences
+LIVE["live_duplicates"] = live_duplicates

@@ -20,10 +20,11 @@ KnobValue = str | int | bool | float
 
 # The dotted paths a knob may set. The first segment names the scenario section; the rest is the
 # real Kafka config key, which itself contains dots (`topic.min.insync.replicas` sets
-# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` is
-# the one list section: `consumers.auto.offset.reset` writes the key into every consumer.
-KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers")
-LIST_SECTIONS = ("consumers",)
+# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` and
+# `producers` are list sections: `consumers.auto.offset.reset` writes the key into every consumer,
+# `producers.enable.idempotence` into every producer process (scene 08 names its producers).
+KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers", "producers")
+LIST_SECTIONS = ("consumers", "producers")
 TOP_LEVEL_TARGETS = ("kafka_version", "seed")
 
 
@@ -306,10 +307,15 @@ class QA(_Strict):
 #                          in three different partitions
 #   fan_out                every record appended is received by consumers of two or more groups,
 #                          one of which first subscribed after the last record was appended
+#   duplicate_then_dedupe  the log holds a record twice (the engine's duplicates ledger); second
+#                          part: a batch was sent again after it was written, and the log holds
+#                          one copy of everything
 ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out", "skip_records",
                         "hot_partition",
                         # scene 05a: a reader read past a tombstone that compaction removed first
-                        "miss_delete"]
+                        "miss_delete",
+                        # scene 08: a duplicate, then made impossible
+                        "duplicate_then_dedupe"]
 
 
 class Challenge(_Strict):
@@ -446,7 +452,26 @@ class Scene(_Strict):
             scenario["actions"] = contract_actions(actions)
         else:
             scenario["actions"] = contract_actions(beat.actions) if beat is not None else []
+        return transactions_as_configured(scenario)
+
+
+# the calls of Kafka's transactional producer API (contract part 2)
+TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction")
+
+
+def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:
+    """Scene 08's application code calls the transactional API only when its producer has a
+    transactional.id, as an application that reads it from its configuration would: the beats are
+    written with init/begin/commit/abort, and a producer process without a transactional.id (the
+    knob off) makes the same sends without them. Scenarios that do not name their producer
+    processes (`producers`) are returned as they are."""
+    producers = scenario.get("producers")
+    if not producers:
         return scenario
+    transactional = {p.get("id") for p in producers if p.get("transactional.id") is not None}
+    scenario["actions"] = [a for a in scenario.get("actions") or []
+                           if a.get("do") not in TRANSACTION_CALLS or a.get("producer") in transactional]
+    return scenario
 
 
 def contract_actions(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
