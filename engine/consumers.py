@@ -7,6 +7,7 @@ Added for consumer groups (issue 12), the names other code may rely on:
   group_member_dropped, consumer_leader_assign, consumer_sync_group, group_sync_complete,
   consumer_revoke, consumer_partitions_lost, consumer_join (onPartitionsAssigned, as before),
   consumer_heartbeat_rebalance, consumer_heartbeat_error, consumer_poll_timeout, consumer_stall,
+  consumer_metadata_change,
   group_member_left, group_member_expired, group_static_rejoin, consumer_fenced.
 - Result fields beyond the contract: `consumers[id].downtime` (the intervals, `from_ms`, `to_ms`,
   `why`, in which the live member processed nothing: "revoked" from an eager revocation until its
@@ -60,6 +61,9 @@ FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty f
 # request.timeout.ms, the consumer's default (ConsumerConfig 573-578 on the 4.0 branch): also how
 # long a reset waits before it sends ListOffsets again for a partition that got no offset
 REQUEST_TIMEOUT_MS = 30_000
+# metadata.max.age.ms, the consumer's default (CommonClientConfigs): how often a client refreshes
+# its view of the topic, which is how the group leader notices new partitions (§C.4)
+METADATA_MAX_AGE_MS = 300_000
 
 
 @dataclass
@@ -98,6 +102,9 @@ class ConsumerProc:
     # carries them (kafka-eos-kraft §E.C C1)
     stale: tuple[str, int] | None = None
     changes: int = 0  # bumps on every change a waiting poll() must look at
+    meta_partitions: int = 0  # the topic's partition count in this client's metadata
+    meta_next_ms: int = 0  # its next metadata refresh
+    leader_of: int | None = None  # as group leader: the partition count its assignment used
     downtime: list[dict[str, Any]] = field(default_factory=list)
     down: dict[str, int] = field(default_factory=dict)  # open downtime intervals: why -> since
 
@@ -466,6 +473,8 @@ class Clients:
         for c in self.consumers.values():
             if c.alive and self.clock.now < c.stalled_until:
                 return False  # its poll timer and its loop's wake-up must happen at their time
+            if c.alive and c.mode == "subscribe" and c.meta_partitions != len(self.sims):
+                return False  # its metadata refresh must see the new partitions at its own time
             if c.spec.loop_ms is None or not c.alive or c.mode is None:
                 continue
             if c.mode == "subscribe" and c.group is not None and not c.fenced:
@@ -569,6 +578,7 @@ class Clients:
         """`ConsumerCoordinator.poll`'s group part, without blocking: handle what has arrived, then
         send a JoinGroup if the member has none in flight and needs one."""
         self._drain(c)
+        self._refresh_metadata(c)
         if c.fenced or c.cstate != "none":
             return
         if c.member_id is not None and c.generation >= 0 and not c.need_rejoin:
@@ -577,6 +587,26 @@ class Clients:
             return
         self._join_prepare(c)
         self._send_join(c)
+
+    def _refresh_metadata(self, c: ConsumerProc) -> None:
+        """The client's metadata refresh every metadata.max.age.ms. Only the group leader compares
+        the partition count with the one its assignment used (ConsumerCoordinator's
+        assignmentSnapshot): a change makes it rejoin, so the group is assigned the new partitions."""
+        now = self.clock.now
+        if now < c.meta_next_ms:
+            return
+        c.meta_next_ms = now + METADATA_MAX_AGE_MS
+        c.meta_partitions = len(self.sims)
+        if c.leader_of is not None and c.leader_of != c.meta_partitions and not c.need_rejoin:
+            c.need_rejoin = True
+            self.step(
+                "consumer_metadata_change",
+                c.id,
+                f"{c.id}'s metadata refresh (every metadata.max.age.ms={METADATA_MAX_AGE_MS}) shows "
+                f"{self.topic} with {c.meta_partitions} partitions, not {c.leader_of}: as group leader "
+                "it rejoins so that the group is assigned them",
+                consumer=c.id,
+            )
 
     def _join_prepare(self, c: ConsumerProc) -> None:
         """`ConsumerCoordinator.onJoinPrepare` (CC 786-809): a synchronous auto-commit while the
@@ -656,8 +686,10 @@ class Clients:
         c.cstate = "syncing"
         self._hb_start(c)
         assignments = None
+        c.leader_of = None
         if subs is not None:
-            partitions = len(self.sims)
+            partitions = c.meta_partitions
+            c.leader_of = partitions
             assignments = run_assignor(assignor, subs, partitions)  # type: ignore[arg-type]
             said = "; ".join(
                 f"{self.member_owner.get(m, m)} {_names(ps)}" for m, ps in sorted(assignments.items())
@@ -1644,6 +1676,9 @@ class Clients:
             c.stale = None
             c.previous = []
             c.last_poll_ms = self.clock.now
+            c.meta_partitions = len(self.sims)  # a new process fetches the topic's metadata
+            c.meta_next_ms = self.clock.now + METADATA_MAX_AGE_MS
+            c.leader_of = None
 
     def _stop(self, c: ConsumerProc) -> None:
         c.alive = False

@@ -674,6 +674,14 @@ STEP_KINDS: dict[str, StepKind] = {
         "no poll() for max.poll.interval.ms: the heartbeat thread sends LeaveGroup (a static member just "
         "stops heartbeating)",
     ),
+    "consumer_metadata_change": StepKind(
+        "consumer",
+        "ConsumerCoordinator.rejoinNeededOrPending",
+        _CC,
+        "",
+        "the group leader's metadata refresh shows a new partition count: it rejoins, the group "
+        "reassigns",
+    ),
     "consumer_stall": StepKind(
         "operator", "(application busy)", "", "", "the application stops calling poll(); heartbeats go on"
     ),
