@@ -95,7 +95,8 @@ class ConsumerProc:
     last_poll_ms: int = 0  # the poll timer max.poll.interval.ms counts from
     hb_epoch: int = 0  # bumps when the heartbeat thread stops: its older ticks end
     hb_on: bool = False
-    fenced: bool = False  # FENCED_INSTANCE_ID: the process is unusable
+    fenced: bool = False  # a fatal group error: the process is unusable
+    fatal: str = "FENCED_INSTANCE_ID"  # which one (or INCONSISTENT_GROUP_PROTOCOL)
     assignor: str | None = None  # the assignor the coordinator selected
     previous: list[int] = field(default_factory=list)  # the last assignment (sticky user data)
     # (member id, generation) the client held when its poll timer expired: a later commit still
@@ -245,8 +246,8 @@ class Clients:
             self._error(c, entry["error"], f"{cid}.poll() throws: subscribe() needs a group.id")
             return
         if c.fenced:
-            entry["error"] = "FENCED_INSTANCE_ID"
-            self._error(c, entry["error"], f"{cid}.poll() throws FencedInstanceIdException: it was fenced")
+            entry["error"] = c.fatal
+            self._error(c, entry["error"], f"{cid}.poll() throws: {c.fatal} ended this consumer")
             return
         c.in_poll = explicit
         c.last_poll_ms = self.clock.now
@@ -272,7 +273,7 @@ class Clients:
             if c.mode == "subscribe":
                 self._ensure_active(c)
                 if c.fenced:
-                    entry["error"] = "FENCED_INSTANCE_ID"
+                    entry["error"] = c.fatal
                     return
             if any(self._initializing(c, p) for p in c.assigned):
                 error = self._init_positions(c)
@@ -768,8 +769,21 @@ class Clients:
 
     def _member_error(self, c: ConsumerProc, error: str, request: str) -> None:
         """What the client does with a group error (AbstractCoordinator's response handlers)."""
+        if error == "INCONSISTENT_GROUP_PROTOCOL":
+            c.fenced, c.fatal = True, error
+            c.errors.append({"t_ms": self.clock.now, "error": error})
+            self.step(
+                "consumer_error",
+                c.id,
+                f"{c.id}'s JoinGroup gets INCONSISTENT_GROUP_PROTOCOL: none of its assignors "
+                f"({', '.join(c.spec.partition_assignment_strategy)}) is one every member of group "
+                f"{c.group!r} supports; poll() throws",
+                consumer=c.id,
+                error=error,
+            )
+            return
         if error == "FENCED_INSTANCE_ID":
-            c.fenced = True
+            c.fenced, c.fatal = True, error
             self._hb_stop(c)
             if c.assigned:
                 self._lose(c, "it was fenced")
@@ -935,6 +949,13 @@ class Clients:
         g = self._group(gid)
         spec = c.spec
         instance = spec.group_instance_id
+        others = [m for m in g.members.values() if m.consumer != cid]
+        joining = Member("", cid, incarnation, instance, spec.partition_assignment_strategy, 0, 0, 0)
+        if others and select_protocol([*others, joining]) is None:
+            # ClassicGroup.supportsProtocols: no assignor in common with the group's members
+            answer = ("join", "INCONSISTENT_GROUP_PROTOCOL", member_id, -1, None, None, None)
+            self._reply(cid, incarnation, answer)
+            return
         if member_id is None and instance is not None and instance in g.instances:
             self._static_rejoin(g, c, incarnation, owned, previous)
             return

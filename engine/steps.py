@@ -478,7 +478,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "105-160",
         "the leader-epoch cache records where an epoch starts",
     ),
-    # consumer client and its group coordinator (contract part 2; single-member groups)
+    # consumer client and its group coordinator (contract part 2)
     "consumer_subscribe": StepKind(
         "consumer", "KafkaConsumer.subscribe", _KC, "", "the application subscribes; it joins in poll()"
     ),

@@ -459,3 +459,43 @@ def test_invariants_over_random_membership_schedules(schedule, cooperative, part
     for c in alive:
         assert r["consumers"][c]["assigned"] == g["members"][c]
         assert r["consumers"][c]["generation"] == g["generation"]
+
+
+def test_a_member_with_no_assignor_in_common_is_refused_by_the_group():
+    """ClassicGroup.supportsProtocols: a JoinGroup whose assignors share none with the group's
+    members gets INCONSISTENT_GROUP_PROTOCOL, which poll() throws; the group is unchanged."""
+    sc = story(
+        subscribe("c0"), settle(), subscribe("c1"), advance(5 * SEC),
+        partitions=2,
+        consumers=(
+            consumer("c0", loop_ms=100, partition_assignment_strategy=["range"]),
+            consumer("c1", loop_ms=100, partition_assignment_strategy=["roundrobin"]),
+        ),
+    )  # fmt: skip
+    r = run(sc)
+    assert r["consumers"]["c1"]["errors"][0]["error"] == "INCONSISTENT_GROUP_PROTOCOL"
+    assert group(r)["members"] == {"c0": [0, 1]} and group(r)["generation"] == 1
+
+
+def test_the_coordinator_moves_with_the_offsets_partition_and_the_group_carries_on():
+    """§E.1: the coordinator is the leader of __consumer_offsets partition
+    abs(hashCode("orders")) % 50 = 31 (§B.1's worked value); when that broker fails the next
+    replica leads and coordinates, with the group's state (rebuilt from the log in Kafka): the
+    group stays Stable and a later leave rebalances under the new coordinator."""
+    sc = story(
+        *[subscribe(c) for c in ("c0", "c1")], settle(), point("G"),
+        {"do": "crash", "broker": 2}, advance(20 * SEC), point("moved"),
+        consumer_shutdown("c1"), settle(),
+        brokers=(1, 2, 3), partitions=2, rf=3,
+        consumers=tuple(consumer(c, group="orders", loop_ms=100) for c in ("c0", "c1")),
+    )  # fmt: skip
+    before = upto(sc, "G")
+    assert group(before, "orders")["offsets_partition"] == 31
+    first = group(before, "orders")["coordinator"]
+    moved = upto(sc, "moved")
+    assert first == 2 and group(moved, "orders")["coordinator"] not in (None, first)
+    assert group(moved, "orders")["state"] == "Stable"
+    assert group(moved, "orders")["generation"] == group(before, "orders")["generation"]
+    r = run(sc)
+    assert group(r, "orders")["members"] == {"c0": [0, 1]}
+    assert group(r, "orders")["generation"] == group(before, "orders")["generation"] + 1
