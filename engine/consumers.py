@@ -692,9 +692,8 @@ class Clients:
             partitions = c.meta_partitions
             c.leader_of = partitions
             assignments = run_assignor(assignor, subs, partitions)  # type: ignore[arg-type]
-            said = "; ".join(
-                f"{self.member_owner.get(m, m)} {_names(ps)}" for m, ps in sorted(assignments.items())
-            )
+            owners = sorted(assignments.items())
+            said = "; ".join(f"{self.member_owner.get(m, m)} {_names(ps) or 'nothing'}" for m, ps in owners)
             self.step(
                 "consumer_leader_assign",
                 c.id,
@@ -756,12 +755,11 @@ class Clients:
         if error == "REBALANCE_IN_PROGRESS":
             if not c.need_rejoin:
                 c.need_rejoin = True
-                when = "at its next poll()" if not self._in_poll(c) or c.spec.loop_ms is None else "now"
                 self.step(
                     "consumer_heartbeat_rebalance",
                     c.id,
                     f"{c.id}'s heartbeat (generation {generation}) gets REBALANCE_IN_PROGRESS: it "
-                    f"rejoins {when}",
+                    "rejoins at its next poll()",
                     consumer=c.id,
                 )
             return
@@ -1748,6 +1746,11 @@ class Clients:
                     "assigned": list(c.assigned),
                     "position": _keyed(c.position),
                     "committed": self._committed(c.group) if c.group else {},
+                    # the client's side of a rebalance (issue 12): "none", "joining" (JoinGroup
+                    # sent), "syncing" (SyncGroup sent); rejoin pending; application stalled
+                    "rebalance": c.cstate,
+                    "needs_rejoin": c.need_rejoin,
+                    "stalled": c.alive and self.clock.now < c.stalled_until,
                 }
                 for cid, c in self.consumers.items()
             },
