@@ -318,6 +318,19 @@ class Clients:
             entry.update(outcome="error", error="InvalidGroupIdException")
             self._error(c, "InvalidGroupIdException", f"{cid} cannot commit: it has no group.id")
             return
+        if c.mode == "subscribe" and c.cstate != "none":
+            # ConsumerCoordinator.sendOffsetCommitRequest: generationIfStable() is null while the
+            # client is between JoinGroup and SyncGroup's answer, so the commit is not sent and
+            # fails with RebalanceInProgressException (kafka-eos-kraft §E.C C2)
+            entry.update(outcome="error", error="REBALANCE_IN_PROGRESS")
+            self._error(
+                c,
+                "REBALANCE_IN_PROGRESS",
+                f"{cid}'s commit is not sent: it is in the middle of a rebalance ("
+                f"{'JoinGroup' if c.cstate == 'joining' else 'SyncGroup'} unanswered), so it throws "
+                "RebalanceInProgressException; it can commit again after poll()",
+            )
+            return
         error = self._send_commit(
             c, chosen, wait=not is_async, why="commitAsync" if is_async else "commitSync"
         )
@@ -422,6 +435,8 @@ class Clients:
             return
         self._start(c)
         self._start_loop(c)
+        if c.mode == "subscribe" and c.group is not None:
+            self._down(c, "unassigned", True)  # the new process owns nothing until it joins
         self.step(
             "consumer_restart", cid, f"{cid} starts again: a new process, no position yet", consumer=cid
         )
@@ -453,7 +468,9 @@ class Clients:
         if not c.alive or c.incarnation != incarnation or c.fenced:
             return  # a fenced application got FencedInstanceIdException: its loop is over
         if self.clock.now < c.stalled_until:  # the application is busy: the loop waits
-            self.at(c.stalled_until, self._loop_tick, cid, incarnation)
+            # one ms past the stall, so that the action right after a `stall` (the application's
+            # next call, e.g. its commitSync) comes before its next poll()
+            self.at(c.stalled_until + 1, self._loop_tick, cid, incarnation)
             return
         self._down(c, "stalled", False)
         self._drain(c)
@@ -1169,6 +1186,12 @@ class Clients:
                     "timeout: removed",
                     consumer=m.consumer,
                 )
+        if g.members and not any(m.awaiting_join for m in g.members.values()):
+            # only static members that did not rejoin are left: no generation without a member to
+            # answer; wait another rebalance timeout, until their sessions expire (GMM 4472-4485)
+            timeout = max(m.rebalance_timeout_ms for m in g.members.values())
+            self.at(self.clock.now + timeout, self._join_timeout, gid, self.join_token[gid])
+            return
         g.generation += 1
         reason = g.rebalance_reason
         if not g.members:
@@ -1182,8 +1205,10 @@ class Clients:
             )
             self._schedule_offsets_cleanup()
             return
-        if g.leader not in g.members:
-            g.leader = min(g.members.values(), key=lambda m: m.order).member_id
+        joined = [m for m in g.members.values() if m.awaiting_join]
+        if g.leader not in g.members or not g.members[g.leader].awaiting_join:
+            # maybeElectNewJoinedLeader: the leader must be a member that rejoined
+            g.leader = min(joined, key=lambda m: m.order).member_id
         g.selected = select_protocol(g.members.values())
         g.set_state("CompletingRebalance", self.clock.now)
         names = ", ".join(sorted(m.consumer for m in g.members.values()))
@@ -1751,6 +1776,9 @@ class Clients:
                     "rebalance": c.cstate,
                     "needs_rejoin": c.need_rejoin,
                     "stalled": c.alive and self.clock.now < c.stalled_until,
+                    "static": c.spec.group_instance_id is not None,
+                    **self._timers(c),
+                    **self._downtime(c),
                 }
                 for cid, c in self.consumers.items()
             },
@@ -1809,6 +1837,21 @@ class Clients:
             },
             "groups": self.groups(),
         }
+
+    def _timers(self, c: ConsumerProc) -> dict[str, int | None]:
+        """The two timers that catch a failed member, for a view: when max.poll.interval.ms runs
+        out without poll() (the client's heartbeat thread) and when session.timeout.ms runs out
+        without a heartbeat (the coordinator), or None when not running."""
+        poll_deadline = session_deadline = None
+        if c.alive and c.mode == "subscribe" and c.hb_on:
+            stalled = self.clock.now < c.stalled_until
+            if c.spec.loop_ms is None or stalled:
+                poll_deadline = c.last_poll_ms + c.spec.max_poll_interval_ms
+        g = self.coordinator.groups.get(c.group) if c.group else None
+        member = c.member_id or (c.stale[0] if c.stale else None)
+        if g is not None and member in g.members:
+            session_deadline = g.members[member].deadline_ms
+        return {"poll_deadline_ms": poll_deadline, "session_deadline_ms": session_deadline}
 
     def _downtime(self, c: ConsumerProc) -> dict[str, Any]:
         """`downtime` (closed intervals, and the open ones up to now) and their union's length."""

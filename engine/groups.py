@@ -152,15 +152,15 @@ def sticky_assign(members: list[Subscription], partitions: int, *, cooperative: 
     taken = {p for ps in out.values() for p in ps}
     unassigned = [p for p in range(partitions) if p not in taken]
     under = [s.member_id for s in ordered if len(out[s.member_id]) < lo]
-    i = 0
+    i = 0  # the round-robin position in `under` (Kafka cycles an iterator and removes as it goes)
     rest: list[int] = []
     for p in unassigned:
         if under:
-            m = under[i % len(under)]
+            i %= len(under)
+            m = under[i]
             out[m].append(p)
             if len(out[m]) >= lo:
-                under.remove(m)
-                i = i % len(under) if under else 0
+                under.pop(i)  # the next member moves into position i
             else:
                 i += 1
         else:

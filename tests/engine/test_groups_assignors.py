@@ -67,3 +67,10 @@ def test_the_vote_picks_the_common_assignor_most_members_prefer():
     ms = [member("a", "range", "cooperative-sticky"), member("b", "range", "cooperative-sticky")]
     assert select_protocol(ms) == "range", "the default list: eager range"
     assert select_protocol([member("a", "range"), member("b", "roundrobin")]) is None
+
+
+def test_cooperative_sticky_deals_round_robin_past_members_that_fill_up():
+    """Pass 2 cycles over the members below minQuota, dropping each as it reaches it: 6
+    partitions over 3 empty members deal p0..p5 as c0, c1, c2, c0, c1, c2."""
+    got = assign("cooperative-sticky", subs("c0", "c1", "c2"), 6)
+    assert got == {"c0": [0, 3], "c1": [1, 4], "c2": [2, 5]}

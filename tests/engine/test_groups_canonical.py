@@ -15,10 +15,14 @@ Decisions where the reference or the contract leaves room:
  4. The cooperative-sticky assignor's pass 1 visits members in sorted order, not Java's HashMap
     order (engine/groups.py): the member visited later gives up a partition, which reproduces
     the reference's E2 (c1 gives up p5).
- 5. E5 and C1/C2 read `commits[i].error`, the broker's answer to the (member id, generation) the
-    client holds at that moment (§E.8's timeline); E5 uses two members: c0 commits in
-    PreparingRebalance and just after the join completed, c1 (a follower) while the leader's
-    SyncGroup has not arrived, and again once the group is Stable.
+ 5. E5 and C1/C2 read `commits[i].error`: the broker's answer to the (member id, generation) the
+    client holds at that moment (§E.8's timeline), except that a client between its JoinGroup
+    and SyncGroup's answer does not send a commit (ConsumerCoordinator's generationIfStable) and
+    reports REBALANCE_IN_PROGRESS (RebalanceInProgressException). A current-generation commit in
+    CompletingRebalance therefore only reaches the broker in a unit test of the coordinator.
+    For "generation G after the join completed", E5 keeps a static member out of the join (a
+    static member is kept when it does not rejoin in time) and commits before its next heartbeat
+    tells it.
  6. `settle` waits for Stable groups (the contract); a crashed member leaves a Stable group only
     when its session times out, so stories with crashes `advance` past that first.
  7. Downtime is `consumers[id].downtime` (an addition to the contract): the intervals in which a
@@ -296,29 +300,48 @@ def test_E4_a_livelocked_consumer_leaves_at_max_poll_interval_and_its_work_is_re
 
 
 def test_E5_what_a_commit_gets_through_a_rebalance():
-    """§F.E E5 (§E.8): generation G in PreparingRebalance -> accepted; G after the join
-    completed -> ILLEGAL_GENERATION; G+1 in CompletingRebalance -> REBALANCE_IN_PROGRESS; G+1 in
-    Stable -> accepted (decision 5)."""
+    """§F.E E5 (§E.8), one member c1 (static, polling only on `poll` actions): generation G in
+    PreparingRebalance -> accepted; G after the join completed without it (a static member is
+    kept) -> ILLEGAL_GENERATION; while its own rejoin is in flight -> REBALANCE_IN_PROGRESS (the
+    Java client does not send it: RebalanceInProgressException, kafka-eos-kraft §E.C C2); G+1
+    in Stable -> accepted. Timings: the rebalance timeout is every member's
+    max.poll.interval.ms, 20 s; c1 heartbeats every 15 s (at about 21 s and 36 s), so it has not
+    heard of the join's end when it commits at 31 s (decision 5)."""
+    c1 = consumer("c1", auto_commit=False, group_instance_id="i1", max_poll_interval_ms=20 * SEC,
+                  heartbeat_interval_ms=15 * SEC)
+    others = tuple(consumer(c, loop_ms=100, max_poll_interval_ms=20 * SEC) for c in ("c0", "c2"))
     sc = story(
-        subscribe("c0"), subscribe("c1"), poll("c0", timeout_ms=10 * SEC), point("G"),
-        poll("c1", timeout_ms=10 * SEC), point("preparing"),
-        commit("c0", {0: 1}),  # generation G, PreparingRebalance
-        poll("c0", timeout_ms=1), point("completing"),  # c0 rejoins: the join completes, G+1
-        commit("c0", {0: 2}),  # c0 has not read its JoinGroup answer: still G
-        poll("c1", timeout_ms=1),  # c1 (a follower) reads it and sends SyncGroup
-        commit("c1", {1: 3}),  # G+1, but the leader's SyncGroup has not arrived
-        poll("c0"),  # the leader assigns: Stable
-        commit("c1", {1: 4}),  # G+1, Stable
-        partitions=2,
-        consumers=(consumer("c0", auto_commit=False), consumer("c1", auto_commit=False)),
+        subscribe("c0"), subscribe("c1"), poll("c1", timeout_ms=10 * SEC), point("G"),  # t = 10 s
+        subscribe("c2"), advance(5 * SEC), poll("c1", timeout_ms=1), point("preparing"),
+        commit("c1", {0: 1}),  # generation G, PreparingRebalance: accepted
+        advance(16 * SEC), point("completed"),  # the join timed out at ~30 s, keeping static c1
+        commit("c1", {0: 2}),  # still G: ILLEGAL_GENERATION
+        poll("c1", timeout_ms=1),  # c1 sends its JoinGroup and returns before the answer
+        commit("c1", {0: 3}),  # mid-rebalance: not sent, REBALANCE_IN_PROGRESS
+        poll("c1"),  # rejoined, synced: G+1
+        commit("c1", {0: 4}),  # accepted
+        partitions=2, consumers=(others[0], c1, others[1]),
     )  # fmt: skip
     gen = group(upto(sc, "G"))["generation"]
     assert group(upto(sc, "preparing"))["state"] == "PreparingRebalance"
-    mid = upto(sc, "completing")
-    assert group(mid)["state"] == "CompletingRebalance" and group(mid)["generation"] == gen + 1
+    done = upto(sc, "completed")
+    assert group(done)["generation"] == gen + 1 and "c1" in group(done)["members"]
+    assert done["consumers"]["c1"]["generation"] == gen, "c1 has not heard yet"
     r = run(sc)
     assert [c["error"] for c in r["commits"]] == [None, "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", None]
-    assert group(r)["state"] == "Stable" and group(r)["committed"] == {"0": 1, "1": 4}
+    assert group(r)["state"] == "Stable" and group(r)["committed"]["0"] == 4
+    assert r["consumers"]["c1"]["generation"] == gen + 1
+
+
+def test_E5_the_broker_refuses_a_current_generation_commit_while_completing_the_rebalance():
+    """§E.8's third line at the coordinator itself (engine/offsets.py): generation G+1 while
+    CompletingRebalance -> REBALANCE_IN_PROGRESS (a Java client never sends it, see above)."""
+    from engine.offsets import Coordinator, Group
+
+    coordinator = Coordinator()
+    coordinator.groups["g"] = Group("g", state="CompletingRebalance", members={"m": None}, generation=8)
+    assert coordinator.commit("g", {("t", 0): 1}, 0, member="m", generation=8) == "REBALANCE_IN_PROGRESS"
+    assert coordinator.commit("g", {("t", 0): 1}, 0, member="m", generation=7) == "ILLEGAL_GENERATION"
 
 
 # ============================================================================ E6 formation
@@ -372,8 +395,9 @@ def test_eos_C1_a_member_dropped_for_not_polling_gets_unknown_member_id():
 
 
 def test_eos_C2_a_live_member_with_the_old_generation_gets_illegal_generation():
-    """§E.C C2 is E5's second commit: the member is still in the group but sends the generation
-    the group has left behind."""
+    """§E.C C2 is E5's second and third commits: a member still in the group sends the generation
+    the group has left behind (ILLEGAL_GENERATION); mid-rebalance on the client it gets
+    RebalanceInProgressException instead."""
     test_E5_what_a_commit_gets_through_a_rebalance()
 
 
