@@ -1857,7 +1857,7 @@ class Clients:
         """`downtime` (closed intervals, and the open ones up to now) and their union's length."""
         now = self.clock.now
         spans = [dict(d) for d in c.downtime]
-        spans += [{"from_ms": t, "to_ms": now, "why": why} for why, t in c.down.items() if now > t]
+        spans += [{"from_ms": t, "to_ms": now, "why": why} for why, t in c.down.items()]  # still open
         spans.sort(key=lambda d: (d["from_ms"], d["to_ms"]))
         total, reach = 0, None
         for d in spans:

@@ -532,3 +532,38 @@ def test_the_coordinator_moves_with_the_offsets_partition_and_the_group_carries_
     r = run(sc)
     assert group(r, "orders")["members"] == {"c0": [0, 1]}
     assert group(r, "orders")["generation"] == group(before, "orders")["generation"] + 1
+
+
+def test_a_commit_right_after_a_stall_comes_before_the_next_poll():
+    """§E.8 / E4's application: it processes a batch (the stall), commits, then polls. A stall
+    shorter than max.poll.interval.ms keeps the membership, and the commit right after it carries
+    the positions the application reached, before its loop polls again."""
+    sc = story(
+        *[subscribe(c) for c in ("c0", "c1")], settle(),
+        produce("x0", partition=1), produce("x1", partition=1), advance(SEC),
+        stall("c1", 40 * SEC), commit("c1"),
+        partitions=2, consumers=members("c0", "c1", enable_auto_commit=False),
+    )  # fmt: skip
+    r = run(sc, steps=True)
+    assert r["commits"] == [{"consumer": "c1", "offsets": {"1": 2}, "outcome": "ok", "error": None}]
+    stalled = [d for d in r["consumers"]["c1"]["downtime"] if d["why"] == "stalled"]
+    assert [d["to_ms"] - d["from_ms"] for d in stalled] == [40 * SEC]
+
+
+def test_a_restarted_process_waits_for_its_partitions_as_downtime_and_views_show_the_timers():
+    """A dynamic member's new process owns nothing from its restart until the group assigns it
+    partitions ("unassigned"); each view carries the member's downtime so far and its timers."""
+    sc = story(
+        *[subscribe(c) for c in ("c0", "c1")], settle(),
+        consumer_shutdown("c0"), settle(), consumer_restart("c0"), settle(),
+        partitions=2, consumers=members("c0", "c1"),
+    )  # fmt: skip
+    r = run(sc, steps=True, all_views=True)
+    restart = next(i for i, s in enumerate(r["steps"]) if s["kind"] == "consumer_restart")
+    back = r["steps"][restart]["t_ms"]
+    waits = [d for d in r["consumers"]["c0"]["downtime"] if d["from_ms"] >= back]
+    assert waits and waits[0]["why"] == "unassigned" and waits[0]["to_ms"] > back
+    view = r["views"][restart + 1]["consumers"]["c0"]
+    assert view["downtime"][-1]["from_ms"] == back and view["static"] is False
+    member = r["views"][restart]["consumers"]["c1"]
+    assert member["session_deadline_ms"] is not None and member["poll_deadline_ms"] is None
