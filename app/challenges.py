@@ -25,6 +25,10 @@ the run:
                            part is met too: with partitioner.ignore.keys the sticky partitioner
                            put every keyless-treated record on one partition, batch.size not
                            reached
+    rolling_restart_no_rebalance
+                           every member of a group went away (crash or close) and came back running
+                           with partitions after the group first became Stable, and no join phase
+                           completed since then: a rolling restart with zero rebalances (scene 07)
 Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
 (consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
 """
@@ -301,12 +305,66 @@ def hot_partition(timeline: Any) -> tuple[bool, str]:
                   "more partitions cannot spread one key.")
 
 
+# ----------------------------------------------------------------------------------------------
+# rebalancing (scene 07)
+
+AWAY_KINDS = ("consumer_crash", "consumer_close")
+BACK_KINDS = ("consumer_restart", "consumer_subscribe")
+
+
+def rolling_restart_no_rebalance(timeline: Any) -> tuple[bool, str]:
+    """Every member of the group went away and came back with partitions after the group first
+    became Stable, and no join phase has completed since then (no rebalance, the generation never
+    moved). Judged from the steps so far and the view at this step."""
+    steps = timeline.steps[: timeline.step]
+    stable = next((k for k, s in enumerate(steps) if s.get("kind") == "group_sync_complete"), None)
+    if stable is None:
+        return False, "the group has not become Stable yet, so there is nothing to restart."
+    group = str(steps[stable].get("group") or "")
+    group_of = _groups(timeline.scenario)
+    members = sorted(c for c, g in group_of.items() if not group or g == group)
+    away: set[str] = set()
+    back: set[str] = set()
+    rebalances: list[dict[str, Any]] = []
+    for s in steps[stable + 1:]:
+        kind, cid = s.get("kind"), str(s.get("consumer"))
+        if kind in AWAY_KINDS:
+            away.add(cid)
+            back.discard(cid)
+        elif kind in BACK_KINDS and cid in away:
+            back.add(cid)
+        elif kind == "group_join_complete" and (not group or s.get("group") in (None, group)):
+            rebalances.append(s)
+    consumers = timeline.view.get("consumers") or {}
+
+    def running_with_partitions(cid: str) -> bool:
+        c = consumers.get(cid) or {}
+        return bool(c.get("alive")) and bool(c.get("assigned"))
+
+    done = [c for c in members if c in back and running_with_partitions(c)]
+    since = f"since the group became Stable at {clock(int(steps[stable].get('t_ms', 0)))}"
+    if rebalances:
+        first = rebalances[0]
+        gen = first.get("generation")
+        return False, (f"{len(rebalances)} rebalance{'s' if len(rebalances) != 1 else ''} completed {since}, "
+                       f"the first at {clock(int(first.get('t_ms', 0)))}"
+                       + (f" (generation {gen})" if gen is not None else "")
+                       + ". A restart that the coordinator does not recognise is a new member.")
+    if len(done) == len(members):
+        return True, (f"{', '.join(done)} each went away and came back with their partitions, and no "
+                      f"rebalance completed {since}.")
+    missing = [c for c in members if c not in done]
+    so_far = f"{', '.join(done)} restarted and running again" if done else "no member has restarted yet"
+    return False, f"{so_far}; still to go: {', '.join(missing)}. No rebalance {since} so far."
+
+
 JUDGES = {
     "read_before_subscribe": read_before_subscribe,
     "spread_keys": spread_keys,
     "fan_out": fan_out,
     "skip_records": skip_records,
     "hot_partition": hot_partition,
+    "rolling_restart_no_rebalance": rolling_restart_no_rebalance,
 }
 
 

@@ -322,8 +322,10 @@ class QA(_Strict):
 #                          in three different partitions
 #   fan_out                every record appended is received by consumers of two or more groups,
 #                          one of which first subscribed after the last record was appended
+#   rolling_restart_no_rebalance  every member of the group went away and came back with its
+#                          partitions after the group was first Stable, and no rebalance completed
 ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out", "skip_records",
-                        "hot_partition"]
+                        "hot_partition", "rolling_restart_no_rebalance"]
 
 
 class Challenge(_Strict):
