@@ -322,7 +322,9 @@ def rolling_restart_no_rebalance(timeline: Any) -> tuple[bool, str]:
         return False, "the group has not become Stable yet, so there is nothing to restart."
     group = str(steps[stable].get("group") or "")
     group_of = _groups(timeline.scenario)
-    members = sorted(c for c, g in group_of.items() if not group or g == group)
+    # the members: the consumers of that group that had started when it first became Stable
+    members = sorted({str(s.get("consumer")) for s in steps[:stable] if s.get("kind") in BACK_KINDS
+                      and (not group or group_of.get(str(s.get("consumer"))) == group)})
     away: set[str] = set()
     back: set[str] = set()
     rebalances: list[dict[str, Any]] = []

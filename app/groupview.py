@@ -27,6 +27,7 @@ DOWN_WHY = {
     "unassigned": "waiting for partitions",
     "stalled": "application busy, not polling",
 }
+DOWN_SHORT = {"revoked": "revoked, waiting", "unassigned": "no partitions", "stalled": "app busy, no poll()"}
 
 
 def shared_groups(scenario: dict[str, Any]) -> list[str]:
@@ -39,13 +40,14 @@ def shared_groups(scenario: dict[str, Any]) -> list[str]:
     return sorted(g for g, n in count.items() if n > 1)
 
 
-def downtime_at(intervals: list[dict[str, Any]], t_ms: int) -> tuple[int, dict[str, Any] | None]:
-    """The downtime of one member up to `t_ms` (its intervals cut at that time, overlaps counted
-    once) and the interval open at `t_ms`, if any (`to_ms` None or later than `t_ms`)."""
+def downtime_at(intervals: list[dict[str, Any]], t_ms: int,
+                since_ms: int = 0) -> tuple[int, dict[str, Any] | None]:
+    """The downtime of one member from `since_ms` up to `t_ms` (its intervals cut to that window,
+    overlaps counted once) and the interval open at `t_ms`, if any (`to_ms` None or later)."""
     spans = []
     current = None
     for d in intervals or []:
-        start = int(d.get("from_ms", 0))
+        start = max(int(d.get("from_ms", 0)), since_ms)
         end = d.get("to_ms")
         end = t_ms if end is None else min(int(end), t_ms)
         if start > t_ms:
@@ -64,13 +66,23 @@ def downtime_at(intervals: list[dict[str, Any]], t_ms: int) -> tuple[int, dict[s
     return total, current
 
 
-def member_downtime(result: dict[str, Any], cid: str, t_ms: int) -> tuple[int, dict[str, Any] | None]:
+def member_downtime(result: dict[str, Any], view: dict[str, Any],
+                    cid: str) -> tuple[int, dict[str, Any] | None]:
+    """A member's downtime at the view's step, counted from when its group first became Stable
+    (nothing before that), and the downtime interval open at this step."""
     consumer = (result.get("consumers") or {}).get(cid) or {}
-    return downtime_at(consumer.get("downtime") or [], t_ms)
+    c = (view.get("consumers") or {}).get(cid) or {}
+    t = int(view.get("t_ms", 0))
+    since = started_at(view, str(c.get("group") or ""))
+    total, now = downtime_at(consumer.get("downtime") or [], t, since if since is not None else t)
+    return total, now
 
 
-def _seconds(ms: int) -> str:
-    return f"{ms / 1000:.1f} s" if ms < 60_000 else formats.clock(ms)
+def started_at(view: dict[str, Any], group: str) -> int | None:
+    """When the group first became Stable (its first generation), or None before that. Downtime
+    is counted from then: the wait for a new group's first rebalance is the same in every run."""
+    history = ((view.get("groups") or {}).get(group) or {}).get("history") or []
+    return int(history[0]["t_ms"]) if history else None
 
 
 def _parts(ids: list[int]) -> str:
@@ -126,8 +138,7 @@ def header_lines(view: dict[str, Any], group: str) -> list[str]:
 
 def member_line(view: dict[str, Any], result: dict[str, Any], cid: str, glyph: str, status: str) -> str:
     c = (view.get("consumers") or {}).get(cid) or {}
-    t = int(view.get("t_ms", 0))
-    down, now = member_downtime(result, cid, t)
+    down, now = member_downtime(result, view, cid)
     if status == "idle":
         return f"{glyph} {cid} not started"
     if not c.get("alive"):
@@ -135,8 +146,9 @@ def member_line(view: dict[str, Any], result: dict[str, Any], cid: str, glyph: s
     owned = sorted(int(p) for p in c.get("assigned") or [])
     text = f"{glyph} {cid} owns {_parts(owned)}" if owned else f"{glyph} {cid} owns nothing"
     if now is not None:
-        text += f" · {now.get('why', 'down')} since {formats.clock(int(now.get('from_ms', 0)))}"
-    text += f" · down {_seconds(down)}"
+        why = DOWN_SHORT.get(str(now.get("why")), now.get("why"))
+        text += f" · {why} since {formats.sim_time(int(now['from_ms']))}"
+    text += f" · down {formats.sim_time(down)}"
     return text
 
 
@@ -147,26 +159,207 @@ def partition_badge(view: dict[str, Any], result: dict[str, Any], group: str, p:
         return {"text": f"▶ {owner}", "cls": "owner",
                 "title": f"{owner} owns P{p} in group {group} and processes it"}
     why = idle_reason(view, group, p)
-    text = "⏸ " + (why or "no owner")
+    text = "idle: " + (why or "no owner")
     return {"text": text, "cls": "bad",
             "title": f"Nobody in group {group} may process P{p} now" + (f": {why}" if why else "")}
 
 
 def describe_group(view: dict[str, Any], result: dict[str, Any], group: str) -> list[str]:
     """Sentences for the text alternative."""
-    t = int(view.get("t_ms", 0))
     lines = [" ".join(header_lines(view, group)).replace(" · ", ", ") + "."]
     for cid, c in sorted((view.get("consumers") or {}).items()):
         if c.get("group") != group:
             continue
-        down, now = member_downtime(result, cid, t)
+        down, now = member_downtime(result, view, cid)
         if not c.get("alive"):
             lines.append(f"Member {cid}: {c.get('status')}.")
             continue
         owned = sorted(int(p) for p in c.get("assigned") or [])
-        text = f"Member {cid} may process {_parts(owned)}; downtime so far {_seconds(down)}"
+        text = f"Member {cid} may process {_parts(owned)}; downtime so far {formats.sim_time(down)}"
         if now is not None:
             why = DOWN_WHY.get(str(now.get("why")), now.get("why"))
             text += f" ({why} since {formats.clock(int(now['from_ms']))})"
         lines.append(text + ".")
     return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# the group diagram: a scene about one group of several members draws the group, not the logs
+
+
+def group_mode(scenario: dict[str, Any]) -> bool:
+    """Whether the scenario is drawn as a consumer group: several of its consumers share a group
+    (scene 07). Its partitions' logs matter less than who may process each partition."""
+    return bool(shared_groups(scenario))
+
+
+def _member_index(scenario: dict[str, Any]) -> dict[str, int]:
+    return {str(c["id"]): k for k, c in enumerate(scenario.get("consumers") or [])}
+
+
+def _status(c: dict[str, Any]) -> str:
+    status = str(c.get("status") or ("running" if c.get("alive") else "idle"))
+    if status == "running" and not c.get("member_id"):
+        return "joining"
+    return status
+
+
+MEMBER_GLYPH = {"running": "●", "joining": "◌", "crashed": "✖", "closed": "■", "idle": "○"}
+
+
+def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
+    """What the group diagram shows at this step, independent of the geometry."""
+    view = timeline.view
+    group = shared_groups(scenario)[0]
+    g = (view.get("groups") or {}).get(group) or {}
+    consumers = view.get("consumers") or {}
+    index = _member_index(scenario)
+    instance = {str(c["id"]): c.get("group.instance.id") for c in scenario.get("consumers") or []}
+    partitions = int((scenario.get("topic") or {}).get("partitions", 1))
+    owner = owners(view, group)
+    chips = []
+    for p in range(partitions):
+        cid = owner.get(p)
+        if cid is not None:
+            chips.append({"p": p, "label": cid, "short": cid, "cls": f"m{index.get(cid, 0) % 4}",
+                          "title": f"P{p}: {cid} owns it and processes it"})
+        else:
+            why = idle_reason(view, group, p) if g else None
+            chips.append({"p": p, "label": why or "idle", "short": "idle", "cls": "paused",
+                          "title": f"P{p}: nobody in group {group} may process it now"
+                                   + (f" ({why})" if why else "")})
+    members, down = [], {}
+    for cid in sorted(c for c, x in consumers.items() if x.get("group") == group):
+        c = consumers[cid]
+        status = _status(c)
+        owned = sorted(int(p) for p in c.get("assigned") or [])
+        total, now = member_downtime(timeline.result, view, cid)
+        if status in ("crashed", "closed", "idle"):
+            state = {"crashed": "crashed: sends nothing", "closed": "closed", "idle": "not started"}[status]
+        elif now is not None:
+            why = DOWN_SHORT.get(str(now.get("why")), now.get("why"))
+            state = f"{why} since {formats.sim_time(int(now['from_ms']))}"
+        elif status == "joining":
+            state = "joining the group"
+        else:
+            state = "processing"
+        down[cid] = "" if status == "idle" else f"down {formats.sim_time(total)}"
+        gen = c.get("generation")
+        members.append({
+            "cid": cid, "cls": f"m{index.get(cid, 0) % 4}", "status": status,
+            "name": f"{MEMBER_GLYPH.get(status, '●')} {cid}",
+            "tag": ("static " + str(instance[cid])) if instance.get(cid) else "dynamic",
+            "gen": f"gen {gen}" if isinstance(gen, int) and gen >= 0 else "no gen",
+            "owned": owned, "state": state, "paused": now is not None,
+            "title": f"{cid}: {status}; owns {_parts(owned)}; {state}",
+        })
+    coord = f"B{g['coordinator']}" if g.get("coordinator") is not None else "—"
+    protocol = g.get("protocol")
+    how = protocol or "no protocol yet"
+    if protocol and g.get("assignor"):
+        how = f"{protocol} ({g['assignor']})"
+    head = f"group {group} · {g.get('state', 'not formed')}" if g else f"group {group} · not formed yet"
+    gen = f"gen {g.get('generation')} · {how}" if g else how
+    rebalances = g.get("rebalances")
+    sub = f"coordinator {coord} · leader {g.get('leader') or '—'}"
+    if rebalances is not None:
+        sub += f" · {rebalances} rebalance{'s' if rebalances != 1 else ''}"
+    return {"group": group, "head": head, "gen": gen, "sub": sub, "chips": chips, "members": members,
+            "down": down, "state": str(g.get("state") or "")}
+
+
+def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str, Any]:
+    """SVG coordinates of the group diagram for one geometry."""
+    pad = 6
+    y = 20.0
+    head_y, gen_y = y, y + 18
+    sub_y = gen_y + 16
+    chips_label_y = sub_y + 20
+    chip_top = chips_label_y + 6
+    n = max(1, len(content["chips"]))
+    gap = 4
+    chip_w = (width - 2 * pad - gap * (n - 1)) / n
+    chip_h = 36
+    chips = []
+    for k, c in enumerate(content["chips"]):
+        x = pad + k * (chip_w + gap)
+        room = int(chip_w / 6.4)
+        text = c["label"] if len(c["label"]) <= room else c["short"]
+        chips.append({**c, "x": round(x, 1), "y": round(chip_top, 1), "w": round(chip_w, 1), "h": chip_h,
+                      "cx": round(x + chip_w / 2, 1), "ty1": round(chip_top + 15, 1),
+                      "ty2": round(chip_top + 30, 1), "text": text})
+    y = chip_top + chip_h + 12
+    cols = 1 if narrow else min(3, max(1, len(content["members"])))
+    card_w = (width - 2 * pad - 8 * (cols - 1)) / cols
+    card_h = 76
+    cards = []
+    for k, m in enumerate(content["members"]):
+        col, row = k % cols, k // cols
+        x = pad + col * (card_w + 8)
+        top = y + row * (card_h + 8)
+        mini_w = 26
+        minis = [{"p": p, "x": round(x + 10 + j * (mini_w + 3), 1), "y": round(top + 30, 1), "w": mini_w,
+                  "tx": round(x + 10 + j * (mini_w + 3) + mini_w / 2, 1), "ty": round(top + 42, 1)}
+                 for j, p in enumerate(m["owned"])]
+        cards.append({**m, "x": round(x, 1), "y": round(top, 1), "w": round(card_w, 1), "h": card_h,
+                      "tx": round(x + 10, 1), "name_y": round(top + 18, 1), "tag_x": round(x + card_w - 8, 1),
+                      "minis": minis, "none_y": round(top + 42, 1), "state_y": round(top + 62, 1),
+                      "down_x": round(x + card_w - 8, 1)})
+    rows = (len(content["members"]) + cols - 1) // cols
+    height = y + rows * (card_h + 8) + 2
+    return {"width": width, "height": round(height), "head_y": head_y, "gen_y": gen_y, "sub_y": sub_y,
+            "label_x": pad,
+            "chips_label_y": round(chips_label_y, 1), "chips": chips, "cards": cards, "clock_x": width - pad,
+            "geometry": "narrow" if narrow else "wide"}
+
+
+def diagram(timeline: Any, scenario: dict[str, Any], *, id_prefix: str = "dg",
+            defs: bool = True) -> dict[str, Any]:
+    """The group diagram at the timeline's step: the same top-level shape as the other diagrams
+    (the wide geometry's keys, `narrow`, `clock`, `summary`, `description`), with `mode` "group".
+    Each member's downtime ticks with the clock, so it lives in `clock` (not in the signature)."""
+    content = group_content(timeline, scenario)
+    t_ms = int(timeline.view.get("t_ms", 0))
+    wide = group_layout(content, 720, narrow=False)
+    out = {
+        **wide,
+        "mode": "group",
+        "narrow": group_layout(content, 310, narrow=True),
+        "id_prefix": id_prefix,
+        "defs": defs,
+        "head": content["head"],
+        "gen": content["gen"],
+        "sub": content["sub"],
+        "svg_title": f"Consumer group {content['group']}: its partitions and members",
+        "region_label": "Group diagram",
+        "pills": [],
+        "timers": [],
+        "partition": None,
+        "clock": {"t_ms": t_ms, "text": formats.clock(t_ms), "timers": {}, "waits": {},
+                  "down": content["down"]},
+    }
+    paused = [c for c in content["chips"] if c["cls"] == "paused"]
+    out["summary"] = (f"At {formats.clock(t_ms)}: {content['head']}; "
+                      + (f"{len(paused)} of {len(content['chips'])} partitions have nobody processing them."
+                         if paused else "every partition has a member processing it."))
+    out["description"] = [out["summary"], f"{content['gen']}; {content['sub']}."] + [
+        f"P{c['p']}: {c['title'].split(': ', 1)[1]}." for c in content["chips"]
+    ] + [f"Member {m['cid']} ({m['tag']}, {m['gen']}): owns {_parts(m['owned'])}; {m['state']}; "
+         f"{content['down'][m['cid']]} so far." for m in content["members"]]
+    return out
+
+
+def outcomes(timeline: Any) -> dict[str, Any]:
+    """The line under each run of a side-by-side comparison: the group's generation and
+    rebalances so far, and each member's downtime so far (what the two protocols are compared on)."""
+    view = timeline.view
+    group = shared_groups(timeline.scenario)[0]
+    g = (view.get("groups") or {}).get(group) or {}
+    downs = []
+    for cid, c in sorted((view.get("consumers") or {}).items()):
+        if c.get("group") == group and (c.get("status") or "idle") != "idle":
+            downs.append(f"{cid} {formats.sim_time(member_downtime(timeline.result, view, cid)[0])}")
+    head = (f"Generation {g.get('generation')}, {g.get('rebalances', 0)} rebalance"
+            f"{'s' if g.get('rebalances', 0) != 1 else ''} so far." if g else "The group has not formed yet.")
+    text = head + (f" Downtime since the group started: {', '.join(downs)}." if downs else "")
+    return {"acked": [], "failed": [], "waiting": [], "unanswered": [], "lost": [], "text": text}
