@@ -42,19 +42,20 @@ def shared_groups(scenario: dict[str, Any]) -> list[str]:
 
 def downtime_at(intervals: list[dict[str, Any]], t_ms: int,
                 since_ms: int = 0) -> tuple[int, dict[str, Any] | None]:
-    """The downtime of one member from `since_ms` up to `t_ms` (its intervals cut to that window,
-    overlaps counted once) and the interval open at `t_ms`, if any (`to_ms` None or later)."""
+    """The downtime of one member up to `t_ms` (its intervals cut at that time, overlaps counted
+    once), leaving out the intervals that began before `since_ms` (a new group's wait for its first
+    rebalance), and the interval open at `t_ms`, if any (`to_ms` None or later)."""
     spans = []
     current = None
     for d in intervals or []:
-        start = max(int(d.get("from_ms", 0)), since_ms)
+        start = int(d.get("from_ms", 0))
         end = d.get("to_ms")
         end = t_ms if end is None else min(int(end), t_ms)
         if start > t_ms:
             continue
         if d.get("to_ms") is None or int(d["to_ms"]) > t_ms:
             current = d
-        if end > start:
+        if end > start and start >= since_ms:  # an interval begun before `since_ms` is not counted
             spans.append((start, end))
     total, reach = 0, None
     for start, end in sorted(spans):
