@@ -364,3 +364,12 @@ def outcomes(timeline: Any) -> dict[str, Any]:
             f"{'s' if g.get('rebalances', 0) != 1 else ''} so far." if g else "The group has not formed yet.")
     text = head + (f" Downtime since the group started: {', '.join(downs)}." if downs else "")
     return {"acked": [], "failed": [], "waiting": [], "unanswered": [], "lost": [], "text": text}
+
+
+def run_title(scenario: dict[str, Any]) -> str:
+    """The title over the main run of a comparison: what its consumers are configured with."""
+    group = shared_groups(scenario)[0]
+    spec = next(c for c in scenario.get("consumers") or [] if c.get("group.id") == group)
+    strategy = ", ".join(spec.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+    static = " · static members" if spec.get("group.instance.id") else ""
+    return f"This run: [{strategy}]{static}"

@@ -258,7 +258,8 @@ def compare_panel(
         "label": run_label(compare.label),
         "narration": inline(narration) if narration else None,
         "knob_note": note,
-        "main_title": run_title(timeline.result),
+        "main_title": (groupview.run_title(timeline.scenario) if groupview.group_mode(timeline.scenario)
+                       else run_title(timeline.result)),
         "main_outcomes": _outcomes(timeline),
         "unavailable": run.unavailable,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),

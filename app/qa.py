@@ -1603,18 +1603,21 @@ def _shared_group(result: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     ({} when it has not formed yet); None when no group is shared."""
     from app.groupview import shared_groups
 
-    shared = shared_groups(result.get("scenario") or {})
+    consumers, groups = _clients(result)
+    scenario = result.get("scenario")
+    if not isinstance(scenario, dict):  # a bare engine result: the consumers at that moment tell
+        scenario = {"consumers": [{"id": cid, "group.id": c.get("group")} for cid, c in consumers.items()]}
+    shared = shared_groups(scenario)
     if not shared:
         return None
-    _consumers, groups = _clients(result)
     return shared[0], groups.get(shared[0]) or {}
 
 
-def _strategy(result: dict[str, Any]) -> str:
+def _strategy(result: dict[str, Any]) -> str | None:
     for c in (result.get("scenario") or {}).get("consumers") or []:
         if c.get("group.id"):
             return ", ".join(c.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
-    return "range, cooperative-sticky"
+    return None
 
 
 def _assignment_text(assignment: dict[str, Any]) -> str:
@@ -1627,11 +1630,17 @@ def live_group_protocol(result: dict[str, Any]) -> str | None:
     if found is None:
         return None
     gid, g = found
-    listed = f"Your consumers list [{_strategy(result)}]"
+    strategy = _strategy(result)
+    listed = f"Your consumers list [{strategy}]; " if strategy else ""
     if not g.get("protocol") or not g.get("history"):
-        return f"{listed}; group {gid} has not completed its first rebalance at this step."
-    return (f"{listed}, so group {gid} rebalances {g['protocol']}, and the vote picked the "
-            f"{g.get('assignor') or 'first common'} assignor.")
+        text = f"{listed}group {gid} has not completed its first rebalance at this step."
+        return text[0].upper() + text[1:]
+    assignor = g.get("assignor") or "first common"
+    if strategy:
+        return (f"Your consumers list [{strategy}], so group {gid} rebalances {g['protocol']}, and the vote "
+                f"picked the {assignor} assignor.")
+    return (f"In your run group {gid} rebalances {g['protocol']}, with the {assignor} assignor its members "
+            "voted for.")
 
 
 def live_generations(result: dict[str, Any]) -> str | None:
