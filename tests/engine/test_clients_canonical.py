@@ -1032,7 +1032,6 @@ def test_C1_keyed_records_on_three_partitions_read_by_whoever_owns_the_partition
     assert rows(received(r, "c1")) == [(0, "c1")]
 
 
-@NOT_YET("groups of two members (rebalancing) are not simulated yet (issue 12)")
 def test_C1_keyed_records_on_three_partitions():
     """§F.C C1 (§C.2 table): alice -> p0, bob -> p0, carol -> p2, key-1 -> p0, key-0 -> p1. Every
     record with key bob goes to p0 and is read in write order by whoever owns p0: with two
