@@ -27,7 +27,7 @@ DOWN_WHY = {
     "unassigned": "waiting for partitions",
     "stalled": "application busy, not polling",
 }
-DOWN_SHORT = {"revoked": "revoked, waiting", "unassigned": "no partitions", "stalled": "app busy, no poll()"}
+DOWN_SHORT = {"revoked": "revoked, waiting", "unassigned": "no partitions", "stalled": "busy, no poll()"}
 
 
 def shared_groups(scenario: dict[str, Any]) -> list[str]:
@@ -218,10 +218,16 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
     instance = {str(c["id"]): c.get("group.instance.id") for c in scenario.get("consumers") or []}
     partitions = int((scenario.get("topic") or {}).get("partitions", 1))
     owner = owners(view, group)
+    busy = {cid for cid in consumers
+            if (member_downtime(timeline.result, view, cid)[1] or {}).get("why") == "stalled"}
     chips = []
     for p in range(partitions):
         cid = owner.get(p)
-        if cid is not None:
+        if cid is not None and cid in busy:  # owned, but its application is not polling
+            chips.append({"p": p, "label": f"{cid} busy", "short": f"{cid}…",
+                          "cls": f"m{index.get(cid, 0) % 4} busy",
+                          "title": f"P{p}: {cid} owns it, but its application is busy and does not poll"})
+        elif cid is not None:
             chips.append({"p": p, "label": cid, "short": cid, "cls": f"m{index.get(cid, 0) % 4}",
                           "title": f"P{p}: {cid} owns it and processes it"})
         else:
@@ -249,7 +255,7 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
         members.append({
             "cid": cid, "cls": f"m{index.get(cid, 0) % 4}", "status": status,
             "name": f"{MEMBER_GLYPH.get(status, '●')} {cid}",
-            "tag": ("static " + str(instance[cid])) if instance.get(cid) else "dynamic",
+            "tag": str(instance[cid]) if instance.get(cid) else "dynamic",
             "gen": f"gen {gen}" if isinstance(gen, int) and gen >= 0 else "no gen",
             "owned": owned, "state": state, "paused": now is not None,
             "title": f"{cid}: {status}; owns {_parts(owned)}; {state}",
@@ -259,7 +265,7 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
     how = protocol or "no protocol yet"
     if protocol and g.get("assignor"):
         how = f"{protocol} ({g['assignor']})"
-    head = f"group {group} · {g.get('state', 'not formed')}" if g else f"group {group} · not formed yet"
+    head = f"{group} · {g.get('state', 'not formed')}" if g else f"{group} · not formed yet"
     gen = f"gen {g.get('generation')} · {how}" if g else how
     rebalances = g.get("rebalances")
     sub = f"coordinator {coord} · leader {g.get('leader') or '—'}"
@@ -284,7 +290,7 @@ def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str,
     chips = []
     for k, c in enumerate(content["chips"]):
         x = pad + k * (chip_w + gap)
-        room = int(chip_w / 6.4)
+        room = int(chip_w / 7.4)
         text = c["label"] if len(c["label"]) <= room else c["short"]
         chips.append({**c, "x": round(x, 1), "y": round(chip_top, 1), "w": round(chip_w, 1), "h": chip_h,
                       "cx": round(x + chip_w / 2, 1), "ty1": round(chip_top + 15, 1),
