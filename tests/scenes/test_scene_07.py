@@ -97,6 +97,7 @@ def test_e3_a_crash_is_noticed_after_the_session_timeout_and_costs_one_rebalance
     crash = steps_of(r, "consumer_crash")[0]["t_ms"]
     expired = steps_of(r, "group_member_expired")[0]["t_ms"]
     assert (crash, expired) == (8788, 51005)  # 45 s after its last heartbeat, at 6.005 s
+    assert r["groups"]["billing"]["history"][-1]["t_ms"] == 52003  # P2, P3 idle from 8.788 s: 43 s
     assert generations(r)[-1] == (2, {"c0": [0, 1, 2], "c2": [3, 4, 5]})
     coop = run(s07, "member-crashes", "compare")
     assert len(generations(coop)) == 2 and not steps_of(coop, "consumer_revoke")
@@ -119,6 +120,9 @@ def test_e4_a_stalled_member_leaves_by_itself_and_its_commit_is_refused(s07):
 def test_rolling_restart_dynamic_rebalances_twice_per_member(s07):
     r = run(s07, "rolling-restart")
     assert [g for g, _ in generations(r)] == [1, 2, 3, 4, 5]
+    assert [h["t_ms"] for h in r["groups"]["billing"]["history"]][:3] == [6005, 10003, 20003]
+    assert generations(r)[1] == (2, {"c1": [0, 1, 2, 3, 4, 5]})  # c0 closed at 8.788 s
+    assert steps_of(r, "consumer_close")[0]["t_ms"] == 8788
     assert len(steps_of(r, "group_member_left")) == 2
     assert s07.beat("rolling-restart").predict.answer == 2
 
