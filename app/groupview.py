@@ -236,7 +236,10 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
                           "title": f"P{p}: nobody in group {group} may process it now"
                                    + (f" ({why})" if why else "")})
     members, down = [], {}
+    named = {str(a.get("consumer")) for a in scenario.get("actions") or [] if a.get("consumer")}
     for cid in sorted(c for c, x in consumers.items() if x.get("group") == group):
+        if _status(consumers[cid]) == "idle" and cid not in named:
+            continue  # a consumer this run never starts
         c = consumers[cid]
         status = _status(c)
         owned = sorted(int(p) for p in c.get("assigned") or [])
@@ -249,8 +252,8 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
         elif status == "joining":
             state = "joining the group"
         else:
-            state = "processing"
-        down[cid] = "" if status == "idle" else f"down {formats.sim_time(total)}"
+            state = "processing" if owned else "waiting for partitions"
+        down[cid] = "" if status in ("idle", "crashed", "closed") else f"down {formats.sim_time(total)}"
         gen = c.get("generation")
         members.append({
             "cid": cid, "cls": f"m{index.get(cid, 0) % 4}", "status": status,
