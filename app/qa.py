@@ -1710,8 +1710,7 @@ def live_member_timers(result: dict[str, Any]) -> str | None:
             f"is {poll} ({sim_time(poll)})")
     if not notes:
         return head + "; every member of the group is heartbeating and polling at this step."
-    said = "; ".join(notes[-3:])
-    return f"{head}. {said[0].upper()}{said[1:]}."
+    return f"{head}; " + "; ".join(notes[-3:]) + "."
 
 
 def live_commits(result: dict[str, Any]) -> str | None:
