@@ -138,6 +138,7 @@ class Clients:
         self.member_owner: dict[str, str] = {}  # member id -> consumer id
         self.minted: dict[str, int] = {}  # member ids minted per consumer
         self.joined = 0  # members added to groups so far (the first added leads)
+        self.in_flight = 0  # group requests and answers on the network
         self.join_token: dict[str, int] = {}  # group -> the current join timer's token
         self.delay_joined: dict[str, bool] = {}  # group -> a member joined during the initial delay
         self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
@@ -404,7 +405,7 @@ class Clients:
                 self._heartbeats_stopped(c.group, member)
             else:
                 left = f"; it sends LeaveGroup to group {c.group!r}"
-                self.at(self.clock.now + HOP_MS, self._coord_leave, c.group, member, f"{cid} closed")
+                self._send(self._coord_leave, c.group, member, f"{cid} closed")
         self.step("consumer_close", cid, f"{cid}.close(){left}", consumer=cid)
 
     def restart(self, cid: str) -> None:
@@ -441,8 +442,8 @@ class Clients:
 
     def _loop_tick(self, cid: str, incarnation: int) -> None:
         c = self.consumers[cid]
-        if not c.alive or c.incarnation != incarnation:
-            return
+        if not c.alive or c.incarnation != incarnation or c.fenced:
+            return  # a fenced application got FencedInstanceIdException: its loop is over
         if self.clock.now < c.stalled_until:  # the application is busy: the loop waits
             self.at(c.stalled_until, self._loop_tick, cid, incarnation)
             return
@@ -455,12 +456,16 @@ class Clients:
             self.in_tick = False
         self.at(self.clock.now + c.spec.loop_ms, self._loop_tick, cid, incarnation)  # type: ignore[operator]
 
-    def quiet_for_skip(self) -> bool:
+    def quiet_for_skip(self) -> bool:  # noqa: C901 - one test per kind of pending work
         """True when every poll loop would only find nothing (Clock.skip_idle): each looping consumer
         has its partitions and positions, and its auto-commits change nothing that matters (off, or
         a live classic group, whose offsets never expire and whose commits repeat the same offsets);
         and every group is Stable with every member heartbeating, nothing in flight."""
+        if self.in_flight:
+            return False
         for c in self.consumers.values():
+            if c.alive and self.clock.now < c.stalled_until:
+                return False  # its poll timer and its loop's wake-up must happen at their time
             if c.spec.loop_ms is None or not c.alive or c.mode is None:
                 continue
             if c.mode == "subscribe" and c.group is not None and not c.fenced:
@@ -489,7 +494,10 @@ class Clients:
 
     def groups_settled(self) -> bool:
         """Every group with live members is Stable and none of its live members (whose
-        application polls on its own: a poll loop) still has a rebalance to do."""
+        application polls on its own: a poll loop) still has a rebalance to do, and no group
+        request or answer is on the network."""
+        if self.in_flight:
+            return False
         for g in self.coordinator.groups.values():
             if g.protocol != "classic" or not g.members:
                 continue
@@ -531,13 +539,20 @@ class Clients:
 
     def _send(self, fn: Any, *args: Any) -> None:
         """A request to the coordinator: it arrives one hop later."""
-        self.at(self.clock.now + HOP_MS, fn, *args)
+        self.in_flight += 1
+        self.at(self.clock.now + HOP_MS, self._arrive, fn, args)
+
+    def _arrive(self, fn: Any, args: tuple[Any, ...]) -> None:
+        self.in_flight -= 1
+        fn(*args)
 
     def _reply(self, c: ConsumerProc | str, incarnation: int, msg: tuple[Any, ...]) -> None:
         cid = c if isinstance(c, str) else c.id
+        self.in_flight += 1
         self.at(self.clock.now + HOP_MS, self._client_recv, cid, incarnation, msg)
 
     def _client_recv(self, cid: str, incarnation: int, msg: tuple[Any, ...]) -> None:
+        self.in_flight -= 1
         c = self.consumers[cid]
         if not c.alive or c.incarnation != incarnation or c.fenced:
             return
@@ -634,6 +649,7 @@ class Clients:
         if error is not None:
             self._member_error(c, error, "JoinGroup")
             return
+        c.member_id = member_id
         c.generation = generation
         c.assignor = assignor
         c.stale = None
