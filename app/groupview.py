@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import formats
+from engine.clients_spec import ConsumerConfig
 
 GROUP_STATE_SHORT = {"PreparingRebalance": "preparing", "CompletingRebalance": "completing"}
 DOWN_WHY = {
@@ -205,6 +206,20 @@ def _status(c: dict[str, Any]) -> str:
     return status
 
 
+def _timers(spec: dict[str, Any]) -> str:
+    """The two timers that watch a member, as configured (Kafka's defaults when the scenario
+    leaves them out): the coordinator's session timer and the client's poll timer."""
+    default = ConsumerConfig(id="default")  # the engine's (Kafka's) defaults
+    session = int(spec.get("session.timeout.ms", default.session_timeout_ms))
+    poll = int(spec.get("max.poll.interval.ms", default.max_poll_interval_ms))
+    beat = int(spec.get("heartbeat.interval.ms", default.heartbeat_interval_ms))
+    leaves = ("stops heartbeating (a static member sends no LeaveGroup)" if spec.get("group.instance.id")
+              else "leaves the group")
+    return (f"Heartbeats every {formats.sim_time(beat)}; the coordinator removes it after "
+            f"{formats.sim_time(session)} without one (session.timeout.ms); its own heartbeat thread "
+            f"{leaves} after {formats.sim_time(poll)} without a poll() (max.poll.interval.ms)")
+
+
 MEMBER_GLYPH = {"running": "●", "joining": "◌", "crashed": "✖", "closed": "■", "idle": "○"}
 
 
@@ -215,7 +230,8 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
     g = (view.get("groups") or {}).get(group) or {}
     consumers = view.get("consumers") or {}
     index = _member_index(scenario)
-    instance = {str(c["id"]): c.get("group.instance.id") for c in scenario.get("consumers") or []}
+    specs = {str(c["id"]): c for c in scenario.get("consumers") or []}
+    instance = {cid: c.get("group.instance.id") for cid, c in specs.items()}
     partitions = int((scenario.get("topic") or {}).get("partitions", 1))
     owner = owners(view, group)
     busy = {cid for cid in consumers
@@ -261,7 +277,7 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
             "tag": str(instance[cid]) if instance.get(cid) else "dynamic",
             "gen": f"gen {gen}" if isinstance(gen, int) and gen >= 0 else "no gen",
             "owned": owned, "state": state, "paused": now is not None,
-            "title": f"{cid}: {status}; owns {_parts(owned)}; {state}",
+            "title": f"{cid}: {status}; owns {_parts(owned)}; {state}. {_timers(specs.get(cid) or {})}",
         })
     coord = f"B{g['coordinator']}" if g.get("coordinator") is not None else "—"
     protocol = g.get("protocol")
