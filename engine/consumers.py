@@ -7,6 +7,7 @@ Added for consumer groups (issue 12), the names other code may rely on:
   group_member_dropped, consumer_leader_assign, consumer_sync_group, group_sync_complete,
   consumer_revoke, consumer_partitions_lost, consumer_join (onPartitionsAssigned, as before),
   consumer_heartbeat_rebalance, consumer_heartbeat_error, consumer_poll_timeout, consumer_stall,
+  consumer_metadata_change,
   group_member_left, group_member_expired, group_static_rejoin, consumer_fenced.
 - Result fields beyond the contract: `consumers[id].downtime` (the intervals, `from_ms`, `to_ms`,
   `why`, in which the live member processed nothing: "revoked" from an eager revocation until its
@@ -60,6 +61,9 @@ FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty f
 # request.timeout.ms, the consumer's default (ConsumerConfig 573-578 on the 4.0 branch): also how
 # long a reset waits before it sends ListOffsets again for a partition that got no offset
 REQUEST_TIMEOUT_MS = 30_000
+# metadata.max.age.ms, the consumer's default (CommonClientConfigs): how often a client refreshes
+# its view of the topic, which is how the group leader notices new partitions (§C.4)
+METADATA_MAX_AGE_MS = 300_000
 
 
 @dataclass
@@ -91,13 +95,17 @@ class ConsumerProc:
     last_poll_ms: int = 0  # the poll timer max.poll.interval.ms counts from
     hb_epoch: int = 0  # bumps when the heartbeat thread stops: its older ticks end
     hb_on: bool = False
-    fenced: bool = False  # FENCED_INSTANCE_ID: the process is unusable
+    fenced: bool = False  # a fatal group error: the process is unusable
+    fatal: str = "FENCED_INSTANCE_ID"  # which one (or INCONSISTENT_GROUP_PROTOCOL)
     assignor: str | None = None  # the assignor the coordinator selected
     previous: list[int] = field(default_factory=list)  # the last assignment (sticky user data)
     # (member id, generation) the client held when its poll timer expired: a later commit still
     # carries them (kafka-eos-kraft §E.C C1)
     stale: tuple[str, int] | None = None
     changes: int = 0  # bumps on every change a waiting poll() must look at
+    meta_partitions: int = 0  # the topic's partition count in this client's metadata
+    meta_next_ms: int = 0  # its next metadata refresh
+    leader_of: int | None = None  # as group leader: the partition count its assignment used
     downtime: list[dict[str, Any]] = field(default_factory=list)
     down: dict[str, int] = field(default_factory=dict)  # open downtime intervals: why -> since
 
@@ -238,8 +246,8 @@ class Clients:
             self._error(c, entry["error"], f"{cid}.poll() throws: subscribe() needs a group.id")
             return
         if c.fenced:
-            entry["error"] = "FENCED_INSTANCE_ID"
-            self._error(c, entry["error"], f"{cid}.poll() throws FencedInstanceIdException: it was fenced")
+            entry["error"] = c.fatal
+            self._error(c, entry["error"], f"{cid}.poll() throws: {c.fatal} ended this consumer")
             return
         c.in_poll = explicit
         c.last_poll_ms = self.clock.now
@@ -265,7 +273,7 @@ class Clients:
             if c.mode == "subscribe":
                 self._ensure_active(c)
                 if c.fenced:
-                    entry["error"] = "FENCED_INSTANCE_ID"
+                    entry["error"] = c.fatal
                     return
             if any(self._initializing(c, p) for p in c.assigned):
                 error = self._init_positions(c)
@@ -466,6 +474,8 @@ class Clients:
         for c in self.consumers.values():
             if c.alive and self.clock.now < c.stalled_until:
                 return False  # its poll timer and its loop's wake-up must happen at their time
+            if c.alive and c.mode == "subscribe" and c.meta_partitions != len(self.sims):
+                return False  # its metadata refresh must see the new partitions at its own time
             if c.spec.loop_ms is None or not c.alive or c.mode is None:
                 continue
             if c.mode == "subscribe" and c.group is not None and not c.fenced:
@@ -569,6 +579,7 @@ class Clients:
         """`ConsumerCoordinator.poll`'s group part, without blocking: handle what has arrived, then
         send a JoinGroup if the member has none in flight and needs one."""
         self._drain(c)
+        self._refresh_metadata(c)
         if c.fenced or c.cstate != "none":
             return
         if c.member_id is not None and c.generation >= 0 and not c.need_rejoin:
@@ -577,6 +588,26 @@ class Clients:
             return
         self._join_prepare(c)
         self._send_join(c)
+
+    def _refresh_metadata(self, c: ConsumerProc) -> None:
+        """The client's metadata refresh every metadata.max.age.ms. Only the group leader compares
+        the partition count with the one its assignment used (ConsumerCoordinator's
+        assignmentSnapshot): a change makes it rejoin, so the group is assigned the new partitions."""
+        now = self.clock.now
+        if now < c.meta_next_ms:
+            return
+        c.meta_next_ms = now + METADATA_MAX_AGE_MS
+        c.meta_partitions = len(self.sims)
+        if c.leader_of is not None and c.leader_of != c.meta_partitions and not c.need_rejoin:
+            c.need_rejoin = True
+            self.step(
+                "consumer_metadata_change",
+                c.id,
+                f"{c.id}'s metadata refresh (every metadata.max.age.ms={METADATA_MAX_AGE_MS}) shows "
+                f"{self.topic} with {c.meta_partitions} partitions, not {c.leader_of}: as group leader "
+                "it rejoins so that the group is assigned them",
+                consumer=c.id,
+            )
 
     def _join_prepare(self, c: ConsumerProc) -> None:
         """`ConsumerCoordinator.onJoinPrepare` (CC 786-809): a synchronous auto-commit while the
@@ -656,12 +687,13 @@ class Clients:
         c.cstate = "syncing"
         self._hb_start(c)
         assignments = None
+        c.leader_of = None
         if subs is not None:
-            partitions = len(self.sims)
+            partitions = c.meta_partitions
+            c.leader_of = partitions
             assignments = run_assignor(assignor, subs, partitions)  # type: ignore[arg-type]
-            said = "; ".join(
-                f"{self.member_owner.get(m, m)} {_names(ps)}" for m, ps in sorted(assignments.items())
-            )
+            owners = sorted(assignments.items())
+            said = "; ".join(f"{self.member_owner.get(m, m)} {_names(ps) or 'nothing'}" for m, ps in owners)
             self.step(
                 "consumer_leader_assign",
                 c.id,
@@ -723,12 +755,11 @@ class Clients:
         if error == "REBALANCE_IN_PROGRESS":
             if not c.need_rejoin:
                 c.need_rejoin = True
-                when = "at its next poll()" if not self._in_poll(c) or c.spec.loop_ms is None else "now"
                 self.step(
                     "consumer_heartbeat_rebalance",
                     c.id,
                     f"{c.id}'s heartbeat (generation {generation}) gets REBALANCE_IN_PROGRESS: it "
-                    f"rejoins {when}",
+                    "rejoins at its next poll()",
                     consumer=c.id,
                 )
             return
@@ -736,8 +767,21 @@ class Clients:
 
     def _member_error(self, c: ConsumerProc, error: str, request: str) -> None:
         """What the client does with a group error (AbstractCoordinator's response handlers)."""
+        if error == "INCONSISTENT_GROUP_PROTOCOL":
+            c.fenced, c.fatal = True, error
+            c.errors.append({"t_ms": self.clock.now, "error": error})
+            self.step(
+                "consumer_error",
+                c.id,
+                f"{c.id}'s JoinGroup gets INCONSISTENT_GROUP_PROTOCOL: none of its assignors "
+                f"({', '.join(c.spec.partition_assignment_strategy)}) is one every member of group "
+                f"{c.group!r} supports; poll() throws",
+                consumer=c.id,
+                error=error,
+            )
+            return
         if error == "FENCED_INSTANCE_ID":
-            c.fenced = True
+            c.fenced, c.fatal = True, error
             self._hb_stop(c)
             if c.assigned:
                 self._lose(c, "it was fenced")
@@ -903,6 +947,13 @@ class Clients:
         g = self._group(gid)
         spec = c.spec
         instance = spec.group_instance_id
+        others = [m for m in g.members.values() if m.consumer != cid]
+        joining = Member("", cid, incarnation, instance, spec.partition_assignment_strategy, 0, 0, 0)
+        if others and select_protocol([*others, joining]) is None:
+            # ClassicGroup.supportsProtocols: no assignor in common with the group's members
+            answer = ("join", "INCONSISTENT_GROUP_PROTOCOL", member_id, -1, None, None, None)
+            self._reply(cid, incarnation, answer)
+            return
         if member_id is None and instance is not None and instance in g.instances:
             self._static_rejoin(g, c, incarnation, owned, previous)
             return
@@ -1644,6 +1695,9 @@ class Clients:
             c.stale = None
             c.previous = []
             c.last_poll_ms = self.clock.now
+            c.meta_partitions = len(self.sims)  # a new process fetches the topic's metadata
+            c.meta_next_ms = self.clock.now + METADATA_MAX_AGE_MS
+            c.leader_of = None
 
     def _stop(self, c: ConsumerProc) -> None:
         c.alive = False
@@ -1692,6 +1746,11 @@ class Clients:
                     "assigned": list(c.assigned),
                     "position": _keyed(c.position),
                     "committed": self._committed(c.group) if c.group else {},
+                    # the client's side of a rebalance (issue 12): "none", "joining" (JoinGroup
+                    # sent), "syncing" (SyncGroup sent); rejoin pending; application stalled
+                    "rebalance": c.cstate,
+                    "needs_rejoin": c.need_rejoin,
+                    "stalled": c.alive and self.clock.now < c.stalled_until,
                 }
                 for cid, c in self.consumers.items()
             },

@@ -478,7 +478,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "105-160",
         "the leader-epoch cache records where an epoch starts",
     ),
-    # consumer client and its group coordinator (contract part 2; single-member groups)
+    # consumer client and its group coordinator (contract part 2)
     "consumer_subscribe": StepKind(
         "consumer", "KafkaConsumer.subscribe", _KC, "", "the application subscribes; it joins in poll()"
     ),
@@ -673,6 +673,14 @@ STEP_KINDS: dict[str, StepKind] = {
         "1147-1188",
         "no poll() for max.poll.interval.ms: the heartbeat thread sends LeaveGroup (a static member just "
         "stops heartbeating)",
+    ),
+    "consumer_metadata_change": StepKind(
+        "consumer",
+        "ConsumerCoordinator.rejoinNeededOrPending",
+        _CC,
+        "",
+        "the group leader's metadata refresh shows a new partition count: it rejoins, the group "
+        "reassigns",
     ),
     "consumer_stall": StepKind(
         "operator", "(application busy)", "", "", "the application stops calling poll(); heartbeats go on"

@@ -1100,7 +1100,6 @@ def test_C2_growing_from_3_to_4_partitions():
     # ones in p0" is a possibility, not an outcome the reference fixes.
 
 
-@NOT_YET("a group's rebalance onto partitions added after it subscribed is not simulated yet")
 def test_C2_a_latest_consumer_skips_what_a_new_partition_got_before_it_noticed():
     """§C.4 (the consumer side of C2) and §A.5 (CCfg 178-179): only the group leader watches for a
     new partition count, at its metadata refresh; a new partition has no committed offset, so under

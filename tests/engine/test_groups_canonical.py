@@ -201,17 +201,24 @@ def test_E2_cooperative_two_rebalances_and_exactly_one_partition_moves():
 # ============================================================================ E3 a crash
 
 
-def test_E3_a_dynamic_member_crashes_and_its_partitions_wait_for_the_session_timeout():
+@pytest.mark.parametrize(
+    ("strategy", "after_e1"),
+    [
+        (None, {"c0": [0, 1], "c1": [2, 3], "c2": [4, 5]}),
+        (COOP, {"c0": [0, 4], "c1": [1, 5], "c2": [2, 3]}),
+    ],
+)
+def test_E3_a_dynamic_member_crashes_and_its_partitions_wait_for_the_session_timeout(strategy, after_e1):
     """§F.E E3: no LeaveGroup; the coordinator removes c3 45 s after its last heartbeat, then
-    one rebalance as in E1."""
-    sc = started(*IDS, extra=(consumer_crash("c3"), advance(50 * SEC), settle()))
+    one rebalance as in E1 (eager or cooperative)."""
+    sc = started(*IDS, strategy=strategy, extra=(consumer_crash("c3"), advance(50 * SEC), settle()))
     before = upto(sc, "G")
     r = run(sc, steps=True)
     crash = steps_of(r, "consumer_crash", "c3")[0]["t_ms"]
     expired = steps_of(r, "group_member_expired")[0]["t_ms"]
     assert crash + 42 * SEC <= expired <= crash + 45 * SEC, "45 s after the last heartbeat (every 3 s)"
     assert group(r)["generation"] == group(before)["generation"] + 1
-    assert group(r)["members"] == {"c0": [0, 1], "c1": [2, 3], "c2": [4, 5]}
+    assert group(r)["members"] == after_e1
     early = [s for s in steps_of(r, "group_prepare_rebalance") if crash <= s["t_ms"] < expired]
     assert not early, "nothing happens until the session timer fires"
 
@@ -416,11 +423,13 @@ ACTIONS = st.sampled_from(["shutdown", "crash", "restart", "stall", "advance"])
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     schedule=st.lists(st.tuples(ACTIONS, st.sampled_from(IDS), st.integers(1, 20)), max_size=8),
-    cooperative=st.booleans(),
+    strategy=st.sampled_from([None, COOP, ["roundrobin"], ["sticky"]]),
+    static=st.booleans(),
     partitions=st.integers(1, 7),
 )
-def test_invariants_over_random_membership_schedules(schedule, cooperative, partitions):
-    """Over random schedules of leaves, crashes, restarts and stalls: in every generation's
+def test_invariants_over_random_membership_schedules(schedule, strategy, static, partitions):
+    """Over random schedules of leaves, crashes, restarts and stalls, any assignor, with or without
+    a static member: in every generation's
     assignment no partition has two owners; once the group settles, the live members own every
     partition between them, each exactly once, and each live member's own view agrees."""
     actions: list[dict] = [subscribe(c) for c in IDS] + [settle()]
@@ -438,10 +447,10 @@ def test_invariants_over_random_membership_schedules(schedule, cooperative, part
     # a crashed member stays in the Stable group until its session times out (45 s): settle
     # waits for Stable groups only, so the story first outwaits the session timers
     actions += [advance(50 * SEC), settle(max_ms=10 * MIN)]
-    sc = story(
-        *actions, partitions=partitions,
-        consumers=members(*IDS, strategy=COOP if cooperative else None),
-    )  # fmt: skip
+    cs = list(members(*IDS, strategy=strategy))
+    if static:  # one static member (group.instance.id), with Kafka's default session timeout
+        cs[2] = {**cs[2], "group.instance.id": "i2"}
+    sc = story(*actions, partitions=partitions, consumers=tuple(cs))
     r = run(sc)
     g = group(r)
     for h in g["history"]:
@@ -459,3 +468,43 @@ def test_invariants_over_random_membership_schedules(schedule, cooperative, part
     for c in alive:
         assert r["consumers"][c]["assigned"] == g["members"][c]
         assert r["consumers"][c]["generation"] == g["generation"]
+
+
+def test_a_member_with_no_assignor_in_common_is_refused_by_the_group():
+    """ClassicGroup.supportsProtocols: a JoinGroup whose assignors share none with the group's
+    members gets INCONSISTENT_GROUP_PROTOCOL, which poll() throws; the group is unchanged."""
+    sc = story(
+        subscribe("c0"), settle(), subscribe("c1"), advance(5 * SEC),
+        partitions=2,
+        consumers=(
+            consumer("c0", loop_ms=100, partition_assignment_strategy=["range"]),
+            consumer("c1", loop_ms=100, partition_assignment_strategy=["roundrobin"]),
+        ),
+    )  # fmt: skip
+    r = run(sc)
+    assert r["consumers"]["c1"]["errors"][0]["error"] == "INCONSISTENT_GROUP_PROTOCOL"
+    assert group(r)["members"] == {"c0": [0, 1]} and group(r)["generation"] == 1
+
+
+def test_the_coordinator_moves_with_the_offsets_partition_and_the_group_carries_on():
+    """§E.1: the coordinator is the leader of __consumer_offsets partition
+    abs(hashCode("orders")) % 50 = 31 (§B.1's worked value); when that broker fails the next
+    replica leads and coordinates, with the group's state (rebuilt from the log in Kafka): the
+    group stays Stable and a later leave rebalances under the new coordinator."""
+    sc = story(
+        *[subscribe(c) for c in ("c0", "c1")], settle(), point("G"),
+        {"do": "crash", "broker": 2}, advance(20 * SEC), point("moved"),
+        consumer_shutdown("c1"), settle(),
+        brokers=(1, 2, 3), partitions=2, rf=3,
+        consumers=tuple(consumer(c, group="orders", loop_ms=100) for c in ("c0", "c1")),
+    )  # fmt: skip
+    before = upto(sc, "G")
+    assert group(before, "orders")["offsets_partition"] == 31
+    first = group(before, "orders")["coordinator"]
+    moved = upto(sc, "moved")
+    assert first == 2 and group(moved, "orders")["coordinator"] not in (None, first)
+    assert group(moved, "orders")["state"] == "Stable"
+    assert group(moved, "orders")["generation"] == group(before, "orders")["generation"]
+    r = run(sc)
+    assert group(r, "orders")["members"] == {"c0": [0, 1]}
+    assert group(r, "orders")["generation"] == group(before, "orders")["generation"] + 1
