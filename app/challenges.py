@@ -353,7 +353,8 @@ def rolling_restart_no_rebalance(timeline: Any) -> tuple[bool, str]:
                        + (f" (generation {gen})" if gen is not None else "")
                        + ". A restart that the coordinator does not recognise is a new member.")
     if len(done) == len(members):
-        return True, (f"{', '.join(done)} each went away and came back with their partitions, and no "
+        who = " and ".join(done) if len(done) == 2 else ", ".join(done)
+        return True, (f"{who} each went away and came back with their partitions, and no "
                       f"rebalance completed {since}.")
     missing = [c for c in members if c not in done]
     so_far = f"{', '.join(done)} restarted and running again" if done else "no member has restarted yet"

@@ -90,7 +90,7 @@ def test_a_rolling_restart_counts_only_with_no_rebalance_after_the_group_first_b
     scenario = {"consumers": SCENARIO["consumers"]}
     tl = _Timeline(scenario, {"consumers": running}, steps=static, step=len(static))
     met, said = rolling_restart_no_rebalance(tl)
-    assert met and "c0, c1 each went away and came back" in said
+    assert met and "c0 and c1 each went away and came back" in said
     tl.step = 6  # c1 not restarted yet
     met, said = rolling_restart_no_rebalance(tl)
     assert not met and "still to go: c1" in said
