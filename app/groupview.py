@@ -1,18 +1,18 @@
 """What a consumer group with several members looks like at the current step (scene 07).
 
-The log diagram (app/logdiagram.py) draws consumers one line each. A group that several consumers
-of the scenario share is drawn as a group instead, from the engine's view at this step:
+A scene whose consumers share a group is drawn as that group, not as logs (`group_mode`):
 
-    header      the group's state, generation, protocol and assignor, its coordinator and leader
-    a member    alive or not, the partitions it may process now, and its downtime so far; a member
-                between an eager revoke and its new assignment, or waiting for its first one, says
-                since when
-    a partition who may process it now, or that nobody may: revoked by its owner, or owned by a
-                member that crashed or left, with the time it has been idle so far
+    header      the group's state, generation, protocol and assignor, its coordinator and leader,
+                how many rebalances have completed
+    a chip      per partition: the member that processes it now, "busy" when that member's
+                application is not polling, hatched when nobody may (revoked by its owner, or its
+                owner crashed or left)
+    a card      per member: the partitions it owns now, what it is doing, and its downtime so far
 
 Downtime is the engine's: `consumers[id].downtime` lists the intervals in which the live member
 processed nothing (with their reason). They are cut at the current step's time here, so the page
-shows the downtime *so far*, never the run's total.
+shows the downtime *so far*, never the run's total, and counted from the group's first generation
+(the wait for a new group's first rebalance is the same in every run).
 """
 
 from __future__ import annotations
@@ -23,11 +23,6 @@ from app import formats
 from engine.clients_spec import ConsumerConfig
 
 GROUP_STATE_SHORT = {"PreparingRebalance": "preparing", "CompletingRebalance": "completing"}
-DOWN_WHY = {
-    "revoked": "revoked, waiting for its new assignment",
-    "unassigned": "waiting for partitions",
-    "stalled": "application busy, not polling",
-}
 DOWN_SHORT = {"revoked": "revoked, waiting", "unassigned": "no partitions", "stalled": "busy, no poll()"}
 
 
@@ -119,74 +114,6 @@ def idle_reason(view: dict[str, Any], group: str, p: int) -> str | None:
             c = consumers.get(cid) or {}
             return f"{cid} {c.get('status') or 'gone'}" if not c.get("alive") else f"revoked by {cid}"
     return None
-
-
-def header_lines(view: dict[str, Any], group: str) -> list[str]:
-    g = (view.get("groups") or {}).get(group)
-    if not g:
-        return [f"{group}: no member has joined yet"]
-    protocol = g.get("protocol") or "?"
-    assignor = g.get("assignor")
-    how = f"{protocol} ({assignor})" if assignor else str(protocol)
-    state = str(g.get("state"))
-    first = f"{group}: {state} · gen {g.get('generation')} · {how}"
-    coord = f"B{g['coordinator']}" if g.get("coordinator") is not None else "none"
-    second = f"coordinator {coord} · leader {g.get('leader') or 'none'}"
-    rebalances = g.get("rebalances")
-    if rebalances is not None:
-        second += f" · {rebalances} rebalance{'s' if rebalances != 1 else ''}"
-    return [first, second]
-
-
-def member_line(view: dict[str, Any], result: dict[str, Any], cid: str, glyph: str, status: str) -> str:
-    c = (view.get("consumers") or {}).get(cid) or {}
-    down, now = member_downtime(result, view, cid)
-    if status == "idle":
-        return f"{glyph} {cid} not started"
-    if not c.get("alive"):
-        return f"{glyph} {cid} {status}"
-    owned = sorted(int(p) for p in c.get("assigned") or [])
-    text = f"{glyph} {cid} owns {_parts(owned)}" if owned else f"{glyph} {cid} owns nothing"
-    if now is not None:
-        why = DOWN_SHORT.get(str(now.get("why")), now.get("why"))
-        text += f" · {why} since {formats.sim_time(int(now['from_ms']))}"
-    text += f" · down {formats.sim_time(down)}"
-    return text
-
-
-def partition_badge(view: dict[str, Any], result: dict[str, Any], group: str, p: int) -> dict[str, str]:
-    """The badge a partition row carries: its owner in the group, or that it is paused and why."""
-    owner = owners(view, group).get(p)
-    if owner is not None:
-        return {"text": f"▶ {owner}", "cls": "owner",
-                "title": f"{owner} owns P{p} in group {group} and processes it"}
-    why = idle_reason(view, group, p)
-    text = "idle: " + (why or "no owner")
-    return {"text": text, "cls": "bad",
-            "title": f"Nobody in group {group} may process P{p} now" + (f": {why}" if why else "")}
-
-
-def describe_group(view: dict[str, Any], result: dict[str, Any], group: str) -> list[str]:
-    """Sentences for the text alternative."""
-    lines = [" ".join(header_lines(view, group)).replace(" · ", ", ") + "."]
-    for cid, c in sorted((view.get("consumers") or {}).items()):
-        if c.get("group") != group:
-            continue
-        down, now = member_downtime(result, view, cid)
-        if not c.get("alive"):
-            lines.append(f"Member {cid}: {c.get('status')}.")
-            continue
-        owned = sorted(int(p) for p in c.get("assigned") or [])
-        text = f"Member {cid} may process {_parts(owned)}; downtime so far {formats.sim_time(down)}"
-        if now is not None:
-            why = DOWN_WHY.get(str(now.get("why")), now.get("why"))
-            text += f" ({why} since {formats.clock(int(now['from_ms']))})"
-        lines.append(text + ".")
-    return lines
-
-
-# ----------------------------------------------------------------------------------------------
-# the group diagram: a scene about one group of several members draws the group, not the logs
 
 
 def group_mode(scenario: dict[str, Any]) -> bool:

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import diagram as dg
-from app import formats, groupview
+from app import formats
 from app.state import format_value
 
 KEY_TEXT_CHARS = 5
@@ -310,26 +310,6 @@ def _consumer_lines(consumers: dict[str, Any], received: dict[str, list[dict[str
     return lines or ["no consumer"]
 
 
-def _reader_lines(timeline: Any, scenario: dict[str, Any],
-                  received: dict[str, list[dict[str, Any]]]) -> list[str]:
-    """The consumers box: a group that several consumers share as one block (its state, then each
-    member with what it may process and its downtime so far), every other consumer as before."""
-    view = timeline.view
-    consumers = view.get("consumers") or {}
-    shared = groupview.shared_groups(scenario)
-    lines = []
-    for group in shared:
-        lines += groupview.header_lines(view, group)
-        for cid in sorted(consumers):
-            if consumers[cid].get("group") == group:
-                status = consumer_status(consumers[cid])
-                glyph = CONSUMER_GLYPH.get(status, "●")
-                lines.append(groupview.member_line(view, timeline.result, cid, glyph,
-                                                   CONSUMER_STATE_TEXT.get(status, status)))
-    rest = {cid: c for cid, c in consumers.items() if c.get("group") not in shared}
-    return lines + (_consumer_lines(rest, received) if rest or not lines else [])
-
-
 def _broker_badges(view: dict[str, Any], states: list[dict[str, Any]],
                    groups: dict[str, Any]) -> list[dict[str, Any]]:
     """One badge per broker (its state and the partitions it leads), and one more for a broker that
@@ -530,17 +510,13 @@ def diagram(
         "producer": {"title": f"Producer · acks={acks}",
                      "lines": _producer_lines(snaps, producer_metadata(scenario, steps) if several else None,
                                               _sticky_line(scenario, steps) if several else None)},
-        "consumers": ({"title": "Consumers", "lines": _reader_lines(timeline, scenario, received)} if readers
+        "consumers": ({"title": "Consumers", "lines": _consumer_lines(consumers, received)} if readers
                       else None),
         "brokers": _broker_badges(view, states, groups),
         "rows": [_row(st, consumers, groups, load(states), shows_segments(scenario)) for st in states],
         "pills": _pills(snaps),
         "timers": [],
     }
-    for group in groupview.shared_groups(scenario):  # a group of several members: who owns what
-        for st, row in zip(states, model["rows"], strict=True):
-            if not st.get("absent"):
-                row["badges"].insert(1, groupview.partition_badge(view, timeline.result, group, st["number"]))
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))
@@ -668,8 +644,6 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
         got = [r["record"] for r in received.get(cid, [])]
         text += ("; poll() has returned " + ", ".join(got)) if got else "; poll() has returned nothing yet"
         lines.append(text + ".")
-    for gid in groupview.shared_groups(timeline.scenario):
-        lines += groupview.describe_group(view, timeline.result, gid)
     for gid in sorted(groups):
         g = groups[gid]
         committed = g.get("committed") or {}

@@ -67,8 +67,9 @@ def test_e2_an_eager_revoke_pauses_every_partition_and_says_who_revoked_it():
 def test_e3_a_crashed_owner_leaves_its_partitions_idle():
     view = _view(20000, {"c0": [0, 1], "c1": [], "c2": [4, 5]}, {"c0": [0, 1], "c1": [2, 3], "c2": [4, 5]},
                  state="Stable", dead=("c1",))
-    assert groupview.partition_badge(view, {}, "billing", 2)["text"] == "idle: c1 crashed"
-    assert groupview.partition_badge(view, {}, "billing", 4)["text"] == "▶ c2"
+    chips = {c["p"]: c for c in groupview.group_content(_Timeline(SCENARIO, view), SCENARIO)["chips"]}
+    assert (chips[2]["cls"], chips[2]["label"]) == ("paused", "c1 crashed")
+    assert (chips[4]["cls"], chips[4]["label"]) == ("m2", "c2")
 
 
 def test_shared_groups_are_groups_of_several_consumers():
