@@ -29,6 +29,10 @@ the run:
                            step). Its second part is met too: a leader recognised a batch sent
                            again after it was written (leader_dedupe_idempotent), and no record is
                            there twice
+    rolling_restart_no_rebalance
+                           every member of a group went away (crash or close) and came back running
+                           with partitions after the group first became Stable, and no join phase
+                           completed since then: a rolling restart with zero rebalances (scene 07)
 Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
 (consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
 """
@@ -392,6 +396,59 @@ def duplicate_then_dedupe(timeline: Any) -> tuple[bool, str]:
     return False, ("a batch was sent again, but no record is in the log twice yet: was the first attempt "
                    "written?" if resent else "no batch has been sent twice so far, and no record is in the "
                    "log twice.")
+# rebalancing (scene 07)
+
+AWAY_KINDS = ("consumer_crash", "consumer_close")
+BACK_KINDS = ("consumer_restart", "consumer_subscribe")
+
+
+def rolling_restart_no_rebalance(timeline: Any) -> tuple[bool, str]:
+    """Every member of the group went away and came back with partitions after the group first
+    became Stable, and no join phase has completed since then (no rebalance, the generation never
+    moved). Judged from the steps so far and the view at this step."""
+    steps = timeline.steps[: timeline.step]
+    stable = next((k for k, s in enumerate(steps) if s.get("kind") == "group_sync_complete"), None)
+    if stable is None:
+        return False, "the group has not become Stable yet, so there is nothing to restart."
+    group = str(steps[stable].get("group") or "")
+    group_of = _groups(timeline.scenario)
+    # the members: the consumers of that group that had started when it first became Stable
+    members = sorted({str(s.get("consumer")) for s in steps[:stable] if s.get("kind") in BACK_KINDS
+                      and (not group or group_of.get(str(s.get("consumer"))) == group)})
+    away: set[str] = set()
+    back: set[str] = set()
+    rebalances: list[dict[str, Any]] = []
+    for s in steps[stable + 1:]:
+        kind, cid = s.get("kind"), str(s.get("consumer"))
+        if kind in AWAY_KINDS:
+            away.add(cid)
+            back.discard(cid)
+        elif kind in BACK_KINDS and cid in away:
+            back.add(cid)
+        elif kind == "group_join_complete" and (not group or s.get("group") in (None, group)):
+            rebalances.append(s)
+    consumers = timeline.view.get("consumers") or {}
+
+    def running_with_partitions(cid: str) -> bool:
+        c = consumers.get(cid) or {}
+        return bool(c.get("alive")) and bool(c.get("assigned"))
+
+    done = [c for c in members if c in back and running_with_partitions(c)]
+    since = f"since the group became Stable at {clock(int(steps[stable].get('t_ms', 0)))}"
+    if rebalances:
+        first = rebalances[0]
+        gen = first.get("generation")
+        return False, (f"{len(rebalances)} rebalance{'s' if len(rebalances) != 1 else ''} completed {since}, "
+                       f"the first at {clock(int(first.get('t_ms', 0)))}"
+                       + (f" (generation {gen})" if gen is not None else "")
+                       + ". A restart that the coordinator does not recognise is a new member.")
+    if len(done) == len(members):
+        who = " and ".join(done) if len(done) == 2 else ", ".join(done)
+        return True, (f"{who} each went away and came back with their partitions, and no "
+                      f"rebalance completed {since}.")
+    missing = [c for c in members if c not in done]
+    so_far = f"{', '.join(done)} restarted and running again" if done else "no member has restarted yet"
+    return False, f"{so_far}; still to go: {', '.join(missing)}. No rebalance {since} so far."
 
 
 JUDGES = {
@@ -402,6 +459,7 @@ JUDGES = {
     "fan_out": fan_out,
     "skip_records": skip_records,
     "hot_partition": hot_partition,
+    "rolling_restart_no_rebalance": rolling_restart_no_rebalance,
 }
 
 

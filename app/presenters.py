@@ -19,7 +19,7 @@ from typing import Any
 
 import engine
 import scenes
-from app import challenges, formats, frames, ledger, logdiagram, urls
+from app import challenges, formats, frames, groupview, ledger, logdiagram, urls
 from app import diagram as dg
 from app.glossary import link_segments
 from app.prose import inline
@@ -223,6 +223,14 @@ def knob_note(scene: Any, beat: Any, values: dict[str, str]) -> str | None:
     return f"The narration describes the preset ({was}); your knobs: {now}."
 
 
+def _outcomes(timeline: Timeline) -> dict[str, Any]:
+    """Under each run of a comparison: what the producer heard, or for a group of several members
+    (scene 07) its rebalances and each member's downtime so far."""
+    if groupview.group_mode(timeline.scenario):
+        return groupview.outcomes(timeline)
+    return produce_outcomes(timeline)
+
+
 def compare_panel(
     scene: Any,
     state: SceneState,
@@ -250,8 +258,9 @@ def compare_panel(
         "label": run_label(compare.label),
         "narration": inline(narration) if narration else None,
         "knob_note": note,
-        "main_title": run_title(timeline.result),
-        "main_outcomes": produce_outcomes(timeline),
+        "main_title": (groupview.run_title(timeline.scenario) if groupview.group_mode(timeline.scenario)
+                       else run_title(timeline.result)),
+        "main_outcomes": _outcomes(timeline),
         "unavailable": run.unavailable,
         "reset_url": urls.beat_url(state.scene_id, state.beat, embed=embed),
         "diagram": None,
@@ -265,7 +274,7 @@ def compare_panel(
     out["diagram"] = diagram(
         other, other.scenario, id_prefix="cmp", defs=False, partition=main_partition, box=box
     )
-    out["outcomes"] = produce_outcomes(other)
+    out["outcomes"] = _outcomes(other)
     out["same_as_main"] = run.same_as_main
     main_t, other_t = int(timeline.view.get("t_ms", 0)), int(other.view.get("t_ms", 0))
     if other.step >= other.step_count:
@@ -474,6 +483,8 @@ def diagram(
 def _diagram(
     timeline: Timeline, scenario: dict[str, Any], *, id_prefix: str, defs: bool, partition: int | None
 ) -> dict[str, Any]:
+    if groupview.group_mode(scenario):  # a group of several members (scene 07)
+        return groupview.diagram(timeline, scenario, id_prefix=id_prefix, defs=defs)
     if logdiagram.log_mode(scenario):
         return logdiagram.diagram(timeline, scenario, id_prefix=id_prefix, defs=defs)
     view, number, count = _partition_view(timeline, partition)

@@ -1821,3 +1821,205 @@ LIVE["live_transactions"] = live_transactions
 LIVE["live_producer_ids"] = live_producer_ids
 LIVE["live_leader_sequences"] = live_leader_sequences
 LIVE["live_duplicates"] = live_duplicates
+# live answers for scene 07 (rebalancing): a group that several consumers share, read from the
+# view at the current step (its state, generation, history, members) and the steps so far
+
+COMMIT_ERRORS = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID")
+
+
+def _shared_group(result: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """The first group several consumers of the scenario share, and its state at this step
+    ({} when it has not formed yet); None when no group is shared."""
+    from app.groupview import shared_groups
+
+    consumers, groups = _clients(result)
+    scenario = result.get("scenario")
+    if not isinstance(scenario, dict):  # a bare engine result: the consumers at that moment tell
+        scenario = {"consumers": [{"id": cid, "group.id": c.get("group")} for cid, c in consumers.items()]}
+    shared = shared_groups(scenario)
+    if not shared:
+        return None
+    return shared[0], groups.get(shared[0]) or {}
+
+
+def _strategy(result: dict[str, Any]) -> str | None:
+    for c in (result.get("scenario") or {}).get("consumers") or []:
+        if c.get("group.id"):
+            return ", ".join(c.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+    return None
+
+
+def _assignment_text(assignment: dict[str, Any]) -> str:
+    return "; ".join(f"{m} {', '.join(f'P{p}' for p in ps) or 'nothing'}"
+                     for m, ps in sorted(assignment.items()))
+
+
+def live_group_protocol(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    gid, g = found
+    strategy = _strategy(result)
+    listed = f"Your consumers list [{strategy}]; " if strategy else ""
+    if not g.get("protocol") or not g.get("history"):
+        text = f"{listed}group {gid} has not completed its first rebalance at this step."
+        return text[0].upper() + text[1:]
+    assignor = g.get("assignor") or "first common"
+    if strategy:
+        return (f"Your consumers list [{strategy}], so group {gid} rebalances {g['protocol']}, and the vote "
+                f"picked the {assignor} assignor.")
+    return (f"In your run group {gid} rebalances {g['protocol']}, with the {assignor} assignor its members "
+            "voted for.")
+
+
+def live_generations(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    gid, g = found
+    history = g.get("history") or []
+    if not history:
+        state = g.get("state") or "not formed"
+        return f"Group {gid} has not completed a rebalance yet at this step ({state})."
+    said = "; ".join(f"generation {h['generation']} at {clock(int(h['t_ms']))}"
+                     + (f" ({h['reason']})" if h.get("reason") else "") for h in history[-3:])
+    n = len(history)
+    return (f"Group {gid} is {g.get('state')} at generation {g.get('generation')}, after {n} completed "
+            f"rebalance{'s' if n != 1 else ''}: {said}.")
+
+
+def live_group_leader(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    gid, g = found
+    history = g.get("history") or []
+    if not history or not g.get("leader"):
+        return f"Group {gid} has no leader yet at this step: no join phase has completed."
+    last = history[-1]
+    coordinator = f"B{g['coordinator']}" if g.get("coordinator") is not None else "the coordinator"
+    assignor = last.get("protocol") or g.get("assignor") or "group"
+    result_text = _assignment_text(last.get("assignment") or {})
+    return (f"In your run {g['leader']} leads group {gid}: for generation {last['generation']} it ran the "
+            f"{assignor} assignor ({result_text}), and {coordinator} only stored and handed out the result.")
+
+
+def _stall_ms(step: dict[str, Any]) -> int | None:
+    if step.get("ms") is not None:
+        return int(step["ms"])
+    m = re.search(r"busy for (\d+) ms", str(step.get("text", "")))
+    return int(m.group(1)) if m else None
+
+
+def live_member_timers(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    gid, _g = found
+    consumers, _groups = _clients(result)
+    specs = (result.get("scenario") or {}).get("consumers") or []
+    spec = next((c for c in specs if c.get("group.id") == gid), {})
+    session = int(spec.get("session.timeout.ms", 45000))
+    poll = int(spec.get("max.poll.interval.ms", 300000))
+    now = int((result.get("view") or {}).get("t_ms", 0))
+    notes = []
+    for s in _steps_so_far(result):
+        cid = str(s.get("consumer"))
+        if s.get("kind") == "consumer_crash" and not (consumers.get(cid) or {}).get("alive"):
+            notes.append(f"{cid} crashed at {clock(int(s['t_ms']))} and has sent no heartbeat since")
+        elif s.get("kind") == "consumer_stall":
+            ms = _stall_ms(s)
+            if ms is not None and int(s["t_ms"]) + ms > now:
+                notes.append(f"{cid}'s application has been busy since {clock(int(s['t_ms']))}, so it has "
+                             "not called poll(), while its heartbeat thread keeps heartbeating")
+        elif s.get("kind") == "consumer_poll_timeout":
+            notes.append(f"{cid}'s heartbeat thread gave up at {clock(int(s['t_ms']))}: no poll() for "
+                         f"{sim_time(poll)}")
+    head = (f"In your run session.timeout.ms is {session} ({sim_time(session)}) and max.poll.interval.ms "
+            f"is {poll} ({sim_time(poll)})")
+    if not notes:
+        return head + "; every member of the group is heartbeating and polling at this step."
+    return f"{head}; " + "; ".join(notes[-3:]) + "."
+
+
+def live_commits(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    done = []
+    for s in _steps_so_far(result):
+        if s.get("kind") == "consumer_commit":
+            done.append(f"{s.get('consumer')}'s commit at {clock(int(s['t_ms']))} was accepted")
+        elif s.get("kind") == "consumer_error" and s.get("error") in COMMIT_ERRORS:
+            when = clock(int(s["t_ms"]))
+            done.append(f"{s.get('consumer')}'s commit at {when} was refused with {s['error']}")
+    if not done:
+        return "No member has committed in your run yet at this step; here every member commits by hand."
+    return "In your run " + "; ".join(done[-3:]) + "."
+
+
+def live_downtime(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    gid, g = found
+    consumers, _groups = _clients(result)
+    revoked: dict[str, dict[str, Any]] = {}
+    for s in _steps_so_far(result):
+        if s.get("kind") in ("consumer_revoke", "consumer_partitions_lost"):
+            revoked[str(s.get("consumer"))] = s
+    waiting, working = [], []
+    for cid, c in sorted(consumers.items()):
+        if c.get("group") != gid or not c.get("alive"):
+            continue
+        if c.get("assigned"):
+            working.append(f"{cid} ({', '.join(f'P{p}' for p in sorted(c['assigned']))})")
+        elif cid in revoked:
+            s = revoked[cid]
+            parts = ", ".join(f"P{p}" for p in s.get("partitions") or [])
+            when = clock(int(s["t_ms"]))
+            waiting.append(f"{cid} gave up {parts or 'its partitions'} at {when} and processes nothing")
+        else:
+            waiting.append(f"{cid} has no partition yet")
+    if not waiting:
+        return (f"At this step every running member of {gid} is processing: " + "; ".join(working)
+                + ". The diagram counts each member's downtime so far.")
+    text = "At this step " + "; ".join(waiting)
+    if working:
+        text += "; still processing: " + ", ".join(working)
+    return text + f". Group {gid} is {g.get('state') or 'not formed'}."
+
+
+def live_assignment_changes(result: dict[str, Any]) -> str | None:
+    found = _shared_group(result)
+    if found is None:
+        return None
+    gid, g = found
+    history = g.get("history") or []
+    if len(history) < 2:
+        first = history[0] if history else None
+        if first is None:
+            return f"Group {gid} has not handed out partitions yet at this step."
+        return (f"Group {gid} has had one assignment so far, generation {first['generation']}: "
+                f"{_assignment_text(first.get('assignment') or {})}.")
+    before, after = history[-2], history[-1]
+
+    def owner_map(h: dict[str, Any]) -> dict[int, str]:
+        return {int(p): m for m, ps in (h.get("assignment") or {}).items() for p in ps}
+
+    old, new = owner_map(before), owner_map(after)
+    moved = [f"P{p} {old.get(p, 'nobody')} to {new.get(p, 'nobody')}" for p in sorted(set(old) | set(new))
+             if old.get(p) != new.get(p)]
+    kept = [f"P{p}" for p in sorted(new) if old.get(p) == new[p]]
+    return (f"From generation {before['generation']} to {after['generation']} of {gid}: "
+            + (("moved " + ", ".join(moved)) if moved else "nothing moved")
+            + (f"; kept their owner: {', '.join(kept)}" if kept else "") + ".")
+
+
+LIVE["live_group_protocol"] = live_group_protocol
+LIVE["live_generations"] = live_generations
+LIVE["live_group_leader"] = live_group_leader
+LIVE["live_member_timers"] = live_member_timers
+LIVE["live_commits"] = live_commits
+LIVE["live_downtime"] = live_downtime
+LIVE["live_assignment_changes"] = live_assignment_changes

@@ -140,6 +140,25 @@ _SOURCE_PATHS = (
     "core/src/main/scala/kafka/coordinator/transaction/TransactionCoordinator.scala",
     "core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala",
 )
+# consumer-group rebalancing (scene 07)
+_SOURCE_PATHS += (
+    "clients/src/main/java/org/apache/kafka/clients/consumer/CooperativeStickyAssignor.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/RangeAssignor.java",
+    "clients/src/main/java/org/apache/kafka/clients/consumer/internals/AbstractStickyAssignor.java",
+    "clients/src/main/java/org/apache/kafka/clients/GroupRebalanceConfig.java",
+    "clients/src/main/java/org/apache/kafka/clients/CommonClientConfigs.java",
+)
+KIP_PAGES.update({
+    62: "KIP-62%3A+Allow+consumer+to+send+heartbeats+from+a+background+thread",
+    134: "KIP-134%3A+Delay+initial+consumer+group+rebalance",
+    345: "KIP-345%3A+Introduce+static+membership+protocol+to+reduce+consumer+rebalances",
+    429: "KIP-429%3A+Kafka+Consumer+Incremental+Rebalance+Protocol",
+    735: "KIP-735%3A+Increase+default+consumer+session+timeout",
+    848: "KIP-848%3A+The+Next+Generation+of+the+Consumer+Rebalance+Protocol",
+})
+DOC_LINKS.update({
+    "Kafka documentation: consumer rebalance protocol": "https://kafka.apache.org/40/operations/consumer-rebalance-protocol",
+})
 SOURCE_FILES: dict[str, str] = {path.rsplit("/", 1)[1]: path for path in _SOURCE_PATHS}
 
 _RANGE = r"\d+(?:-\d+)?(?![\w-]|\.\w)"

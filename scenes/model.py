@@ -61,10 +61,22 @@ def apply_knobs(scenario: dict[str, Any], values: dict[str, tuple[str, KnobValue
             out[key] = value
         elif section in LIST_SECTIONS:
             for item in out.get(section, []):
-                item[key] = value
+                item[key] = item_value(value, item)
         else:
             out.setdefault(section, {})[key] = value
     return out
+
+
+ITEM_ID = "{id}"
+
+
+def item_value(value: Any, item: dict[str, Any]) -> Any:
+    """A value written into every item of a list section, made the item's own: a string holding
+    `{id}` becomes that item's spelling (a static member's `group.instance.id` must differ per
+    consumer, so `{id}-app` gives c0-app, c1-app, ...)."""
+    if isinstance(value, str) and ITEM_ID in value:
+        return value.replace(ITEM_ID, str(item.get("id", "")))
+    return copy.deepcopy(value)
 
 
 class Knob(_Strict):
@@ -82,6 +94,12 @@ class Knob(_Strict):
     # Written into the scenario only while the other knobs named here have one of the listed values
     # (e.g. the ELR feature level exists only in Kafka 4.x); otherwise the version's own default applies.
     only_if: dict[str, list[str]] | None = None
+    # A choice Kafka takes as a list (partition.assignment.strategy): the chosen value, commas
+    # between its entries, is written into the scenario as a list.
+    list_value: bool = False
+    # A bool knob of a list section whose true means "each item gets its own value": true writes
+    # this template (see item_value, e.g. "{id}-app" for group.instance.id), false writes null.
+    per_item: str | None = None
 
     @field_validator("target")
     @classmethod
@@ -106,8 +124,21 @@ class Knob(_Strict):
                 raise ValueError(f"int knob {self.key} needs min <= max")
         elif self.kind == "bool" and (self.min is not None or self.max is not None):
             raise ValueError(f"bool knob {self.key} takes no min/max")
+        if self.list_value and self.kind != "choice":
+            raise ValueError(f"knob {self.key}: only a choice can be written as a list")
+        in_list = split_target(self.target)[0] in LIST_SECTIONS
+        if self.per_item is not None and (self.kind != "bool" or not in_list or ITEM_ID not in self.per_item):
+            raise ValueError(f"knob {self.key}: per_item needs a bool knob of a list section and {ITEM_ID}")
         self.check(self.default)
         return self
+
+    def scenario_value(self, value: KnobValue) -> Any:
+        """What the scenario holds for this (checked) knob value."""
+        if self.list_value:
+            return [part.strip() for part in str(value).split(",") if part.strip()]
+        if self.per_item is not None:
+            return self.per_item if value else None
+        return value
 
     def check(self, value: KnobValue) -> KnobValue:
         """Validate an already-typed value; raise ValueError with a message a learner can read."""
@@ -315,7 +346,9 @@ ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_key
                         # scene 05a: a reader read past a tombstone that compaction removed first
                         "miss_delete",
                         # scene 08: a duplicate, then made impossible
-                        "duplicate_then_dedupe"]
+                        "duplicate_then_dedupe",
+                        # scene 07: a rolling restart with zero rebalances
+                        "rolling_restart_no_rebalance"]
 
 
 class Challenge(_Strict):
@@ -422,7 +455,10 @@ class Scene(_Strict):
         for path in beat.compare.unset:
             # a scenario section, then a key that may itself contain dots ("topic", "quorum.required.acks")
             section, _, key = path.partition(".")
-            if key:
+            if key and section in LIST_SECTIONS:  # from every item ("consumers.group.instance.id")
+                for item in scenario.get(section, []):
+                    item.pop(key, None)
+            elif key:
                 scenario.get(section, {}).pop(key, None)
             else:
                 scenario.pop(section, None)
@@ -446,8 +482,9 @@ class Scene(_Strict):
         for key, value in (overrides or {}).items():
             explicit[key] = self.knob(key).parse(value)
         values = self.knob_values(beat, overrides)
-        scenario = apply_knobs(self.base_scenario, {k: (self.knob(k).target, v) for k, v in explicit.items()
-                                                    if self.knob_applies(k, values)})
+        written = {k: (self.knob(k).target, self.knob(k).scenario_value(v))
+                   for k, v in explicit.items() if self.knob_applies(k, values)}
+        scenario = apply_knobs(self.base_scenario, written)
         if actions is not None:
             scenario["actions"] = contract_actions(actions)
         else:
@@ -486,10 +523,15 @@ def contract_actions(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """`patch` written over `base`. A table patching a list section (`consumers`) is written into
+    every item of it, as a knob of that section is (see item_value)."""
     out = copy.deepcopy(base)
     for key, value in patch.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _deep_merge(out[key], value)
+        elif isinstance(value, dict) and key in LIST_SECTIONS and isinstance(out.get(key), list):
+            out[key] = [_deep_merge(item, {k: item_value(v, item) for k, v in value.items()})
+                        for item in out[key]]
         else:
             out[key] = copy.deepcopy(value)
     return out

@@ -20,7 +20,7 @@ from scene_helpers import FEW_VALUES_TRIED, _all_values, chart_only, engine, kin
 
 import scenes
 from scenes import load_scene
-from scenes.model import format_knob_value, split_target
+from scenes.model import format_knob_value, item_value, split_target
 
 BUILT = [s.id for s in scenes.list_scenes() if s.built]
 BEATS = [(scene_id, beat.id) for scene_id in BUILT for beat in load_scene(scene_id).beats]
@@ -215,7 +215,10 @@ def test_every_knob_value_reaches_the_engine_and_validates_on_every_beat(scene_i
                 sc = scene.scenario_for(beat, values)
                 applies = scene.knob_applies(knob.key, scene.knob_values(beat, values))
                 if applies and isinstance(sc.get(section), list):  # every consumer gets the value
-                    assert sc[section] and all(item[key] == value for item in sc[section]), where
+                    # (as the scenario spells it: a list, or each consumer's own group.instance.id)
+                    written = knob.scenario_value(value)
+                    assert sc[section], where
+                    assert all(item[key] == item_value(written, item) for item in sc[section]), where
                 elif applies:
                     assert (sc[key] if section is None else sc[section][key]) == value, where
                 else:

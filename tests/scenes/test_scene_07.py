@@ -1,0 +1,169 @@
+"""Scene 07 (rebalances): each beat, eager beside cooperative (or static beside dynamic) on the
+same seed and actions, as the groups engine runs it, with the numbers the narration quotes and the
+answer of each prediction. Canonical scenarios: kafka-clients-logs §F.E E2 (a member joins), E3 (a
+member crashes), E4 (a slow application), §E.7 (static membership), kafka-eos-kraft §E.C C1 (a
+removed member's commit). The checks every scene passes are in test_every_built_scene.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import engine
+from app.groupview import downtime_at
+from scenes import Scene, load_scene
+
+BEATS = ["third-member-joins", "member-crashes", "slow-app", "rolling-restart", "slow-member-holds-up"]
+
+
+@pytest.fixture(scope="module")
+def s07() -> Scene:
+    return load_scene("07")
+
+
+_RUNS: dict[tuple[str, str, tuple[tuple[str, Any], ...]], dict[str, Any]] = {}
+
+
+def run(scene: Scene, beat: str, lane: str = "main", **knobs: Any) -> dict[str, Any]:
+    key = (beat, lane, tuple(sorted(knobs.items())))
+    if key not in _RUNS:
+        sc = scene.scenario_for(beat, knobs) if lane == "main" else scene.compare_scenario_for(beat, knobs)
+        _RUNS[key] = engine.simulate(sc, steps=True)
+    return _RUNS[key]
+
+
+def generations(r: dict[str, Any]) -> list[tuple[int, dict[str, list[int]]]]:
+    return [(h["generation"], h["assignment"]) for h in r["groups"]["billing"]["history"]]
+
+
+def steps_of(r: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [s for s in r["steps"] if s["kind"] == kind]
+
+
+def down_since_start(r: dict[str, Any], cid: str) -> int:
+    """A member's downtime from the group's first generation to the end of the run (the diagram's
+    measure, app/groupview.py)."""
+    start = r["groups"]["billing"]["history"][0]["t_ms"]
+    end = r["steps"][-1]["t_ms"]
+    return downtime_at(r["consumers"][cid]["downtime"], end, start)[0]
+
+
+def test_header_knobs_and_beats(s07):
+    assert (s07.id, s07.slug) == ("07", "rebalance")
+    assert [k.key for k in s07.knobs] == [
+        "partition.assignment.strategy", "session.timeout.ms", "heartbeat.interval.ms",
+        "max.poll.interval.ms", "group.instance.id", "group.initial.rebalance.delay.ms"]
+    assert [b.id for b in s07.beats] == BEATS
+    assert all(b.compare is not None for b in s07.beats)
+    assert s07.challenge.goal == "rolling_restart_no_rebalance"
+
+
+def test_e2_eager_every_member_revokes_everything_and_range_moves_three(s07):
+    r = run(s07, "third-member-joins")
+    assert generations(r) == [(1, {"c0": [0, 1, 2], "c1": [3, 4, 5]}),
+                              (2, {"c0": [0, 1], "c1": [2, 3], "c2": [4, 5]})]
+    revokes = [(s["consumer"], s["partitions"], s["t_ms"]) for s in steps_of(r, "consumer_revoke")]
+    assert revokes == [("c0", [0, 1, 2], 14000), ("c1", [3, 4, 5], 16000)]
+    assert r["groups"]["billing"]["history"][1]["t_ms"] == 16003
+    # c0 stopped 2 s waiting for c1's slower batch; c2 waited from its start to generation 2
+    assert down_since_start(r, "c0") == 2004
+    assert down_since_start(r, "c2") == 16004 - 11006
+
+
+def test_e2_predict_all_six_partitions_stop(s07):
+    """Beat 1's answer (A): between c1's revoke and the new assignment no member owns anything."""
+    r = run(s07, "third-member-joins")
+    last_revoke = steps_of(r, "consumer_revoke")[-1]["i"]
+    view = engine.simulate(s07.scenario_for("third-member-joins"), at_step=last_revoke)["view"]
+    assert all(not c["assigned"] for c in view["consumers"].values())
+    assert s07.beat("third-member-joins").predict.answer == 0
+
+
+def test_e2_cooperative_two_rebalances_and_only_the_movers_pause(s07):
+    r = run(s07, "third-member-joins", "compare")
+    assert generations(r) == [(1, {"c0": [0, 2, 4], "c1": [1, 3, 5]}),
+                              (2, {"c0": [0, 2], "c1": [1, 3], "c2": []}),
+                              (3, {"c0": [0, 2], "c1": [1, 3], "c2": [4, 5]})]
+    revoked = [(s["consumer"], s["partitions"]) for s in steps_of(r, "consumer_revoke")]
+    assert revoked == [("c0", [4]), ("c1", [5])]
+    assert [h["t_ms"] for h in r["groups"]["billing"]["history"]] == [6005, 16003, 21003]
+    assert down_since_start(r, "c0") == down_since_start(r, "c1") == 0
+    assert down_since_start(r, "c2") == 21004 - 11006
+
+
+def test_e3_a_crash_is_noticed_after_the_session_timeout_and_costs_one_rebalance(s07):
+    r = run(s07, "member-crashes")
+    crash = steps_of(r, "consumer_crash")[0]["t_ms"]
+    expired = steps_of(r, "group_member_expired")[0]["t_ms"]
+    assert (crash, expired) == (8006, 51005)  # 45 s after its last heartbeat, at 6.005 s
+    assert r["groups"]["billing"]["history"][-1]["t_ms"] == 52003  # P2, P3 idle from 8.006 s: 44 s
+    assert generations(r)[-1] == (2, {"c0": [0, 1, 2], "c2": [3, 4, 5]})
+    coop = run(s07, "member-crashes", "compare")
+    assert len(generations(coop)) == 2 and not steps_of(coop, "consumer_revoke")
+    assert s07.beat("member-crashes").predict.answer == 1
+
+
+def test_e4_a_stalled_member_leaves_by_itself_and_its_commit_is_refused(s07):
+    r = run(s07, "slow-app")
+    assert not steps_of(r, "group_member_expired")  # the heartbeats never stopped
+    timeout = steps_of(r, "consumer_poll_timeout")[0]
+    assert timeout["consumer"] == "c1" and timeout["t_ms"] == 40001  # 30 s after its poll at 10 s
+    assert steps_of(r, "group_member_left")[0]["consumer"] == "c1"
+    assert [(c["consumer"], c["error"]) for c in r["commits"]] == [("c1", "UNKNOWN_MEMBER_ID")]
+    # c1 processed a and b before it stalled; its successor on P2 processes them again
+    got = [(s["consumer"], s["records"]) for s in steps_of(r, "consumer_poll")]
+    assert ("c1", ["a", "b"]) in got and ("c0", ["a", "b"]) in got
+    assert s07.beat("slow-app").predict.answer == 2
+
+
+def test_rolling_restart_dynamic_rebalances_twice_per_member(s07):
+    r = run(s07, "rolling-restart")
+    assert [g for g, _ in generations(r)] == [1, 2, 3, 4, 5]
+    assert [h["t_ms"] for h in r["groups"]["billing"]["history"]][:3] == [6005, 10003, 20003]
+    assert generations(r)[1] == (2, {"c1": [0, 1, 2, 3, 4, 5]})  # c0 closed at 8.788 s
+    assert steps_of(r, "consumer_close")[0]["t_ms"] == 8006
+    assert len(steps_of(r, "group_member_left")) == 2
+    assert s07.beat("rolling-restart").predict.answer == 2
+
+
+def test_a_slow_member_holds_up_an_eager_group_but_not_a_cooperative_one(s07):
+    r = run(s07, "slow-member-holds-up")
+    revokes = [(s["consumer"], s["t_ms"]) for s in steps_of(r, "consumer_revoke")]
+    assert revokes == [("c0", 10000), ("c1", 27007)]
+    assert steps_of(r, "group_join_complete")[-1]["t_ms"] == 27008
+    assert down_since_start(r, "c0") == 27011 - 10000
+    coop = run(s07, "slow-member-holds-up", "compare")
+    assert down_since_start(coop, "c0") == 0
+    assert s07.beat("slow-member-holds-up").predict.answer == 1
+
+
+def test_static_members_restart_without_a_rebalance(s07):
+    """§E.7 / F.E E3: a static member back within session.timeout.ms gets its old assignment, no
+    rebalance, the generation stays 1; the rolling-restart challenge is met."""
+    coop = run(s07, "rolling-restart", "compare")
+    assert [g for g, _ in generations(coop)] == [1]
+    assert len(steps_of(coop, "group_static_rejoin")) == 2
+    static = run(s07, "rolling-restart", **{"group.instance.id": True})
+    assert [g for g, _ in generations(static)] == [1]
+
+
+def _judged(scene: Scene, pairs: list[tuple[str, str]]) -> tuple[bool, str]:
+    from app.challenges import judge
+    from app.settings import Settings
+    from app.simulation import Simulator, build_timeline
+    from app.state import parse_state
+
+    state, _ = parse_state(scene, pairs + [("step", "100000")], Settings())
+    timeline, _state = build_timeline(Simulator(8), scene, state)
+    return judge(scene.challenge.goal, timeline)
+
+
+def test_the_challenge_is_not_met_by_the_dynamic_rolling_restart(s07):
+    met, said = _judged(s07, [("beat", "rolling-restart")])
+    assert not met and said.startswith("4 rebalances completed since the group became Stable at t = 6.005 s")
+
+
+def test_the_challenge_is_met_with_static_members(s07):
+    met, said = _judged(s07, [("beat", "rolling-restart"), ("group.instance.id", "true")])
+    assert met, said
