@@ -306,6 +306,10 @@ class Transactions:
         self.interval = cfg.timing.transaction_abort_timed_out_transaction_cleanup_interval_ms
         self.brokers = sorted(sims[0].brokers)
         self.groups: Any = None  # the consumers' Clients, for KIP-447 (set by the run)
+        # the coordinator's answer to a stale epoch (§B.7): PRODUCER_FENCED from 2.7; before, the
+        # one name INVALID_PRODUCER_EPOCH (47), fatal wherever it came from (profiles.py)
+        split = cfg.profile.producer_fenced_split
+        self.fence_error = "PRODUCER_FENCED" if split else "INVALID_PRODUCER_EPOCH"
         for sim in sims:
             sim.txn = self
 
@@ -356,7 +360,7 @@ class Transactions:
         for p, idx in ct.batches:
             b = self.sims[p].batches[idx]
             if b.outcome == "failed":
-                fatal = b.error == "PRODUCER_FENCED"
+                fatal = b.error == self.fence_error
                 ct.state, ct.error = (FATAL if fatal else ABORTABLE), b.error
                 return
 
@@ -367,7 +371,7 @@ class Transactions:
             self._fail(
                 session,
                 entry,
-                ct.error or "PRODUCER_FENCED",
+                ct.error or self.fence_error,
                 f"{session.id}.{call} throws {ct.error}: a fatal error earlier; this producer can only "
                 "be closed",
             )
@@ -463,7 +467,7 @@ class Transactions:
                 "txn_concurrent_transactions",
                 COORDINATOR,
                 f"The coordinator answers the new instance CONCURRENT_TRANSACTIONS (the fence epoch "
-                f"{old + 1} is never handed out); it asks again once the abort is complete",
+                f"{old + 1} is never handed out); it backs off and asks again until the abort is complete",
                 error="CONCURRENT_TRANSACTIONS",
             )
             return "CONCURRENT_TRANSACTIONS"
@@ -480,7 +484,7 @@ class Transactions:
         else:
             text = (
                 f"The transaction coordinator ({where}) gives {tid!r} its producer id {meta.pid} again "
-                f"with epoch {old} -> {meta.epoch}: any instance still holding epoch {old} is fenced"
+                f"with epoch {old} -> {meta.epoch}: any instance still holding an older epoch is fenced"
             )
         self.step("txn_init_producer_id", COORDINATOR, text, producer_id=meta.pid, epoch=meta.epoch)
         return None
@@ -548,7 +552,7 @@ class Transactions:
             told = True
             self.run_to(self.clock.now + session.config.retry_backoff_ms)
         if error is not None:
-            fatal = error == "PRODUCER_FENCED"
+            fatal = error == self.fence_error
             ct.state, ct.error = (FATAL if fatal else ABORTABLE), error
         return error
 
@@ -560,8 +564,8 @@ class Transactions:
             "txn_producer_fenced",
             COORDINATOR,
             f"{api} from {session.id} with producer id {session.pid}, epoch {session.epoch}; the coordinator "
-            f"has {have}: PRODUCER_FENCED, fatal -- a newer instance owns this transactional.id",
-            error="PRODUCER_FENCED",
+            f"has {have}: {self.fence_error}, fatal -- a newer instance owns this transactional.id",
+            error=self.fence_error,
         )
         return True
 
@@ -570,7 +574,7 @@ class Transactions:
     ) -> str | None:
         meta = self.metas.get(tid)
         if self._fenced(meta, session, api):
-            return "PRODUCER_FENCED"
+            return self.fence_error
         assert meta is not None
         if meta.state in PENDING:
             if not quiet:
@@ -657,7 +661,7 @@ class Transactions:
                 "txn_client_error",
                 session.id,
                 f"{session.id}.{call} throws ProducerFencedException ({error}): fatal, the producer must be "
-                "closed; its transaction is the coordinator's to finish",
+                "closed; the coordinator has aborted its transaction, or is aborting it, at the fence",
                 error=error,
             )
             return
@@ -684,7 +688,7 @@ class Transactions:
     def _handle_end(self, tid: str, session: ProducerSession, kind: str, *, quiet: bool) -> str | None:
         meta = self.metas.get(tid)
         if self._fenced(meta, session, f"EndTxn({kind})"):
-            return "PRODUCER_FENCED"
+            return self.fence_error
         assert meta is not None
         if meta.state in PENDING:
             if not quiet:
@@ -875,13 +879,13 @@ class Transactions:
         member, generation = c.member_id, c.generation
         error = None
         if self._fenced(meta, session, "TxnOffsetCommit"):
-            error = "PRODUCER_FENCED"
+            error = self.fence_error
         else:
             error = groups.check_txn_commit(gid, member, generation)
         self.run_to(self.clock.now + HOP_MS)
         said = ", ".join(f"P{p} {o}" for p, o in sorted(chosen.items())) or "nothing"
         if error is not None:
-            fatal = error == "PRODUCER_FENCED"
+            fatal = error == self.fence_error
             ct.state, ct.error = (FATAL if fatal else ABORTABLE), error
             kind = "fatal" if fatal else "abortable (CommitFailedException): the application must abort"
             self._fail(

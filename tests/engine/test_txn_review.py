@@ -1,0 +1,235 @@
+"""A review of the transactions engine against kafka-eos-kraft.md: the cases test_txn_canonical.py
+does not name. The LSO with several open transactions (§B.5), the LSO and read_committed across a
+leader change (§A.4, §B.5: the new leader rebuilds its producer state, open transactions included,
+from its own log), the stale-epoch errors of a pre-2.7 broker (§B.7), and the captions of the
+fence (§E.B B2).
+
+The scenarios are B1/B2/B4's shapes, in the contract's words, run through `engine.simulate` alone.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine import ScenarioError, simulate
+
+READ_COMMITTED = {"id": "rc", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+TWO_TXN = [{"id": "A", "transactional.id": "tA"}, {"id": "B", "transactional.id": "tB"}, {"id": "plain"}]
+ONE_TXN = [{"id": "A", "transactional.id": "tA"}, {"id": "plain"}]
+
+
+def run(actions: list[dict], producers: list[dict], *, consumers: list[dict] | None = None,
+        **extra: object) -> dict:
+    return simulate(
+        {
+            "topic": {"partitions": 1, "replication.factor": 3, "min.insync.replicas": 2},
+            "producers": producers,
+            "consumers": [READ_COMMITTED] if consumers is None else consumers,
+            "actions": actions,
+            **extra,
+        },
+        steps=True,
+        check_invariants=True,
+    )
+
+
+def call(do: str, producer: str) -> dict:
+    return {"do": do, "producer": producer}
+
+
+def send(records: list[str], producer: str) -> dict:
+    return {"do": "produce", "producer": producer, "partition": 0, "records": records}
+
+
+def poll() -> dict:
+    return {"do": "poll", "consumer": "rc", "timeout_ms": 1000}
+
+
+SETTLE = {"do": "settle"}
+
+
+def log(r: dict) -> list[tuple]:
+    return [(e["offset"], e["record"], e["control"]) for e in r["partitions"][0]["log"]]
+
+
+def polled(r: dict, i: int) -> list[tuple[int, str]]:
+    return [(x["offset"], x["record"]) for x in r["polls"][i]["records"]]
+
+
+def kinds(r: dict) -> list[str]:
+    return [s["kind"] for s in r["steps"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# §B.5: the LSO is the first offset of the EARLIEST open transaction. A opens at 0, B at 1, A
+# writes 2, a plain producer 3.
+
+TWO_OPEN = [
+    call("init_transactions", "A"),
+    call("init_transactions", "B"),
+    call("begin_transaction", "A"),
+    call("begin_transaction", "B"),
+    send(["a0"], "A"),
+    SETTLE,
+    send(["b1"], "B"),
+    SETTLE,
+    send(["a2"], "A"),
+    send(["n3"], "plain"),
+    SETTLE,
+    {"do": "assign", "consumer": "rc", "partitions": [0]},
+    poll(),  # 0
+]
+
+
+def test_B5_LSO_two_open_transactions_hold_it_at_the_first_ones_first_offset():
+    r = run(TWO_OPEN, TWO_TXN)
+    assert (r["partitions"][0]["hw"], r["partitions"][0]["lso"]) == (4, 0)
+    assert polled(r, 0) == []
+
+
+def test_B5_LSO_the_first_commits_and_the_lso_stops_at_the_second_open_transaction():
+    r = run([*TWO_OPEN, call("commit_transaction", "A"), SETTLE, poll()], TWO_TXN)
+    assert log(r)[4] == (4, None, "COMMIT")
+    assert (r["partitions"][0]["hw"], r["partitions"][0]["lso"]) == (5, 1)  # B still open at 1
+    assert polled(r, 1) == [(0, "a0")]
+    assert r["consumers"]["rc"]["position"] == {"0": 1}
+    # then B aborts: b1 is dropped by the client, a2 (A's, committed) and n3 come through
+    r = run([*TWO_OPEN, call("commit_transaction", "A"), SETTLE, poll(),
+             call("abort_transaction", "B"), SETTLE, poll()], TWO_TXN)
+    assert log(r)[5] == (5, None, "ABORT")
+    assert r["partitions"][0]["lso"] == 6
+    assert polled(r, 2) == [(2, "a2"), (3, "n3")]
+    assert r["consumers"]["rc"]["position"] == {"0": 6}
+
+
+def test_B5_LSO_the_later_transaction_committing_first_does_not_move_it():
+    r = run([*TWO_OPEN, call("commit_transaction", "B"), SETTLE, poll()], TWO_TXN)
+    assert log(r)[4] == (4, None, "COMMIT")
+    assert r["partitions"][0]["lso"] == 0  # A, open since 0, still holds everything back
+    assert polled(r, 1) == []
+    assert r["producers"]["B"]["transaction_state"] == "CompleteCommit"
+    assert r["producers"]["A"]["transaction_state"] == "Ongoing"
+
+
+# ---------------------------------------------------------------------------------------------
+# §A.4 + §B.5: a leader change. B1 leads P0; A's transaction writes a0, a1 at 0-1 (replicated:
+# acks=all), a plain producer n2; B1 crashes; the controller elects another ISR member, which
+# rebuilds A's open transaction from its own log.
+
+OPEN = [
+    call("init_transactions", "A"),
+    call("begin_transaction", "A"),
+    send(["a0", "a1"], "A"),
+    SETTLE,
+    send(["n2"], "plain"),
+    SETTLE,
+    {"do": "assign", "consumer": "rc", "partitions": [0]},
+    poll(),  # 0
+]
+LEADER = 1
+FAILOVER = [{"do": "crash", "broker": LEADER}, {"do": "advance", "ms": 15_000}]
+
+
+def test_A4_B5_the_new_leader_rebuilds_the_open_transaction_and_holds_the_lso():
+    r = run([*OPEN, *FAILOVER, poll()], ONE_TXN)
+    p = r["partitions"][0]
+    assert p["leader"] not in (LEADER, -1)
+    assert (p["hw"], p["lso"]) == (3, 0)  # the transaction open since 0 still holds the LSO
+    assert polled(r, 0) == [] and polled(r, 1) == []
+
+
+def test_A4_B5_after_the_leader_change_the_transaction_goes_on_and_its_marker_lands_on_the_new_leader():
+    r = run([*OPEN, *FAILOVER, send(["a3"], "A"), SETTLE, call("commit_transaction", "A"), SETTLE, poll()],
+            ONE_TXN)
+    assert log(r) == [(0, "a0", None), (1, "a1", None), (2, "n2", None), (3, "a3", None), (4, None, "COMMIT")]
+    assert r["partitions"][0]["lso"] == 5
+    assert polled(r, 1) == [(0, "a0"), (1, "a1"), (2, "n2"), (3, "a3")]
+    assert r["consumers"]["rc"]["position"] == {"0": 5}
+    marker = next(s for s in r["steps"] if s["kind"] == "leader_write_txn_marker")
+    assert marker["actor"] != f"broker-{LEADER}"
+
+
+def test_A4_B5_read_committed_after_an_abort_on_the_new_leader_drops_the_aborted_records():
+    r = run([*OPEN, *FAILOVER, call("abort_transaction", "A"), SETTLE, poll()], ONE_TXN)
+    assert log(r)[3] == (3, None, "ABORT")
+    assert polled(r, 1) == [(2, "n2")]
+    assert r["consumers"]["rc"]["position"] == {"0": 4}
+
+
+def test_B4_the_leader_crashes_with_the_marker_in_flight_and_the_coordinator_retries_to_the_new_leader():
+    """commitTransaction() returned (PrepareCommit); the leader crashes before the marker's acks=all
+    answer: the coordinator retries WriteTxnMarkers until a leader answers, then CompleteCommit."""
+    r = run([*OPEN, call("commit_transaction", "A"), {"do": "crash", "broker": LEADER}, SETTLE, poll()],
+            ONE_TXN)
+    assert [e for e in log(r) if e[2]] == [(3, None, "COMMIT")]  # one marker, not two
+    assert r["producers"]["A"]["transaction_state"] == "CompleteCommit"
+    assert r["partitions"][0]["leader"] != LEADER
+    assert polled(r, 1) == [(0, "a0"), (1, "a1"), (2, "n2")]
+
+
+# ---------------------------------------------------------------------------------------------
+# §B.7 per version: before 2.7 there was no PRODUCER_FENCED (90). The coordinator answered a stale
+# epoch with INVALID_PRODUCER_EPOCH (47), the leader too, and the client raised 47 as a fatal
+# ProducerFencedException wherever it came from (Errors.java, Sender.java 612-616 at tag 1.1.0).
+
+ZOMBIE = [{"id": "A", "transactional.id": "tA"}, {"id": "B", "transactional.id": "tA"}]
+B2_SHORT = [
+    call("init_transactions", "A"),
+    call("begin_transaction", "A"),
+    send(["w"], "A"),
+    SETTLE,
+    call("init_transactions", "B"),
+    SETTLE,
+    send(["late"], "A"),
+    SETTLE,
+    call("abort_transaction", "A"),
+]
+
+
+@pytest.mark.parametrize(
+    ("version", "send_error", "abort_error"),
+    [
+        ("4.1", "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"),  # abortable send, fatal abort
+        ("3.6", "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED"),
+        ("1.1", "INVALID_PRODUCER_EPOCH", "INVALID_PRODUCER_EPOCH"),  # 47 is fatal: the abort fails too
+    ],
+)
+def test_B7_E_B2_the_zombies_errors_per_version(version: str, send_error: str, abort_error: str):
+    r = run(B2_SHORT, ZOMBIE, consumers=[], kafka_version=version)
+    late = next(p for p in r["produce"] if p["records"] == ["late"])
+    assert (late["outcome"], late["error"]) == ("failed", send_error)
+    assert r["transactions"][-1]["error"] == abort_error
+
+
+def test_B7_before_2_7_the_coordinator_fences_a_zombie_commit_with_INVALID_PRODUCER_EPOCH():
+    actions = [*B2_SHORT[:6], call("commit_transaction", "A")]
+    r = run(actions, ZOMBIE, consumers=[], kafka_version="1.1")
+    assert r["transactions"][-1]["error"] == "INVALID_PRODUCER_EPOCH"
+    fenced = next(s for s in r["steps"] if s["kind"] == "txn_producer_fenced")
+    assert "INVALID_PRODUCER_EPOCH, fatal" in fenced["text"] and "PRODUCER_FENCED" not in fenced["text"]
+
+
+def test_B8_before_2_5_send_offsets_to_transaction_is_refused_not_run_with_KIP_447s_fence():
+    actions = [
+        call("init_transactions", "A"),
+        call("begin_transaction", "A"),
+        {"do": "subscribe", "consumer": "c"},
+        {"do": "send_offsets_to_transaction", "producer": "A", "consumer": "c", "offsets": {"0": 0}},
+    ]
+    with pytest.raises(ScenarioError) as err:
+        run(actions, ONE_TXN, consumers=[{"id": "c", "group.id": "g"}], kafka_version="1.1")
+    assert "KIP-447" in str(err.value.to_json())
+
+
+# ---------------------------------------------------------------------------------------------
+# §E.B B2's captions: the epoch the new instance gets fences every older one (the fence epoch
+# itself was never handed out), and the client retries after a backoff, not on a signal.
+
+
+def test_E_B2_captions_say_which_epochs_are_fenced_and_how_the_new_instance_retries():
+    r = run(B2_SHORT[:6], ZOMBIE, consumers=[])
+    inits = [s["text"] for s in r["steps"] if s["kind"] == "txn_init_producer_id"]
+    assert "epoch 1 -> 2" in inits[-1] and "older epoch is fenced" in inits[-1]
+    assert "holding epoch 1" not in inits[-1]  # nobody ever held the fence epoch 1
+    answer = next(s["text"] for s in r["steps"] if s["kind"] == "txn_concurrent_transactions")
+    assert "backs off and asks again" in answer
