@@ -233,3 +233,82 @@ def test_E_B2_captions_say_which_epochs_are_fenced_and_how_the_new_instance_retr
     assert "holding epoch 1" not in inits[-1]  # nobody ever held the fence epoch 1
     answer = next(s["text"] for s in r["steps"] if s["kind"] == "txn_concurrent_transactions")
     assert "backs off and asks again" in answer
+
+
+# ---------------------------------------------------------------------------------------------
+# §B.4 step 8: a new transaction can start while the last one's markers are being written; its
+# AddPartitionsToTxn gets CONCURRENT_TRANSACTIONS until CompleteCommit, then goes through.
+
+
+def test_B4_step_8_the_next_transactions_add_partitions_waits_on_CONCURRENT_TRANSACTIONS():
+    actions = [
+        call("init_transactions", "A"),
+        call("begin_transaction", "A"),
+        send(["a"], "A"),
+        call("commit_transaction", "A"),  # returns at PrepareCommit
+        call("begin_transaction", "A"),
+        send(["c"], "A"),
+        SETTLE,
+    ]
+    r = run(actions, ONE_TXN, consumers=[])
+    steps = [(s["kind"], s["text"]) for s in r["steps"]]
+    k = [kind for kind, _ in steps]
+    busy = k.index("txn_concurrent_transactions")
+    assert "AddPartitionsToTxn(P0)" in steps[busy][1] and "PrepareCommit" in steps[busy][1]
+    assert busy < k.index("txn_complete") < len(k) - 1 - k[::-1].index("txn_add_partitions")
+    assert log(r) == [(0, "a", None), (1, None, "COMMIT"), (2, "c", None)]
+    assert r["producers"]["A"]["transaction_state"] == "Ongoing"
+    c = r["partitions"][0]["log"][2]
+    assert (c["producer_epoch"], c["sequence"]) == (0, 1)  # TV1: same epoch, the sequence goes on
+
+
+# ---------------------------------------------------------------------------------------------
+# Known gaps, strict: each mark goes when the engine learns it.
+
+
+def NOT_YET(why: str) -> pytest.MarkDecorator:  # noqa: N802 - reads as a marker
+    return pytest.mark.xfail(reason=why, strict=True, raises=(AssertionError, ScenarioError))
+
+
+@NOT_YET("TV2 (KIP-890 part 2, the default of a 4.0+ cluster and client) is not simulated: TV1 numbers")
+def test_G9_E_B1_TV2_on_4_1_the_commit_bumps_the_epoch_and_the_next_transaction_starts_at_sequence_0():
+    actions = [
+        call("init_transactions", "A"),
+        call("begin_transaction", "A"),
+        send(["a", "b"], "A"),
+        call("commit_transaction", "A"),
+        SETTLE,
+        call("begin_transaction", "A"),
+        send(["d"], "A"),
+        SETTLE,
+    ]
+    r = run(actions, ONE_TXN, consumers=[], kafka_version="4.1")
+    marker, d = r["partitions"][0]["log"][2], r["partitions"][0]["log"][3]
+    assert marker["producer_epoch"] == 1  # EndTxn(epoch 0) -> PrepareCommit at epoch 1
+    assert (d["producer_epoch"], d["sequence"]) == (1, 0)
+
+
+FIRST_BATCH_HOLE = [  # test_idempotence_canonical.py's A2 with no prior write (§A.3)
+    {"do": "isolate", "broker": 1, "from": ["producer"]},
+    {"do": "produce", "producer": "app", "partition": 0, "records": ["b0"]},  # seq 0: lost
+    {"do": "advance", "ms": 10},
+    {"do": "heal", "broker": 1, "from": ["producer"]},
+    {"do": "produce", "producer": "app", "partition": 0, "records": ["b1"]},  # seq 1: first to arrive
+    {"do": "settle", "max_ms": 120_000},
+]
+
+
+@NOT_YET("a pre-2.5 leader's UNKNOWN_PRODUCER_ID (before KIP-360) is not simulated: any sequence is accepted")
+def test_G1_G3_a_1_1_leader_refuses_an_unknown_producer_id_above_sequence_0_no_first_batch_hole():
+    """§A.3 / §G.3: 'a pid the broker has no state for may start at any sequence' is KIP-360's rule
+    (2.5). A 1.1 leader answered UNKNOWN_PRODUCER_ID (ProducerStateManager.checkSequence at tag
+    1.1.0), and its client reset the in-flight sequences and retried: b0 then b1, in order."""
+    r = run(FIRST_BATCH_HOLE, [{"id": "app", "enable.idempotence": True, "acks": "all"}], consumers=[],
+            kafka_version="1.1")
+    assert "UNKNOWN_PRODUCER_ID" in {s.get("error") for s in r["steps"]}
+    assert [e["record"] for e in r["partitions"][0]["log"]] == ["b0", "b1"]
+
+
+def test_G3_since_2_5_the_first_batch_hole_lets_b1_in_first():
+    r = run(FIRST_BATCH_HOLE, [{"id": "app", "enable.idempotence": True, "acks": "all"}], consumers=[])
+    assert [e["record"] for e in r["partitions"][0]["log"]][:1] == ["b1"]
