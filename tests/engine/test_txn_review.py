@@ -312,3 +312,33 @@ def test_G1_G3_a_1_1_leader_refuses_an_unknown_producer_id_above_sequence_0_no_f
 def test_G3_since_2_5_the_first_batch_hole_lets_b1_in_first():
     r = run(FIRST_BATCH_HOLE, [{"id": "app", "enable.idempotence": True, "acks": "all"}], consumers=[])
     assert [e["record"] for e in r["partitions"][0]["log"]][:1] == ["b1"]
+
+
+# ---------------------------------------------------------------------------------------------
+# §B.4 step 7: a marker is appended with requiredAcks = -1 (KA 2429-2430, 2479-2483). Under
+# min.insync.replicas it is refused like any acks=all write and the coordinator retries it;
+# commitTransaction() has long returned, the transaction stays PrepareCommit and the LSO stuck.
+
+UNDER_MIN_ISR = [
+    call("init_transactions", "A"),
+    call("begin_transaction", "A"),
+    send(["a"], "A"),
+    SETTLE,
+    {"do": "crash", "broker": 2},
+    {"do": "crash", "broker": 3},
+    {"do": "advance", "ms": 40_000},  # both followers leave the ISR
+    call("commit_transaction", "A"),
+    {"do": "advance", "ms": 5_000},
+]
+
+
+def test_B4_step_7_a_marker_needs_min_insync_replicas_and_the_coordinator_retries_it():
+    r = run(UNDER_MIN_ISR, ONE_TXN, consumers=[])
+    assert r["transactions"][-1]["outcome"] == "committed"  # the call returned at PrepareCommit
+    assert r["producers"]["A"]["transaction_state"] == "PrepareCommit"
+    assert log(r) == [(0, "a", None)] and r["partitions"][0]["lso"] == 0
+    refused = next(s["text"] for s in r["steps"] if s["kind"] == "leader_reject_not_enough_replicas")
+    assert "refuses the COMMIT marker" in refused
+    r = run([*UNDER_MIN_ISR, {"do": "restart", "broker": 2}, SETTLE], ONE_TXN, consumers=[])
+    assert log(r) == [(0, "a", None), (1, None, "COMMIT")]
+    assert (r["partitions"][0]["lso"], r["producers"]["A"]["transaction_state"]) == (2, "CompleteCommit")
