@@ -190,6 +190,10 @@ class LeaderRole:
         else:
             first = br.leo
             epoch = br.leader_epoch
+            if batch.control is not None:
+                # the leader builds the control batch itself, stamped with its own clock
+                # (KafkaApis.handleWriteTxnMarkersRequest -> MemoryRecords.withEndTransactionMarker)
+                batch.timestamp = self.now
             self._append(br, [(epoch, r, idx) for r in batch.records])
             last = br.leo - 1
             if batch.control is not None:

@@ -342,3 +342,13 @@ def test_B4_step_7_a_marker_needs_min_insync_replicas_and_the_coordinator_retrie
     r = run([*UNDER_MIN_ISR, {"do": "restart", "broker": 2}, SETTLE], ONE_TXN, consumers=[])
     assert log(r) == [(0, "a", None), (1, None, "COMMIT")]
     assert (r["partitions"][0]["lso"], r["producers"]["A"]["transaction_state"]) == (2, "CompleteCommit")
+
+
+def test_B4_step_7_the_marker_is_stamped_by_the_leader_when_it_appends_it():
+    """WriteTxnMarkers takes a hop: the coordinator sends at PrepareCommit, the leader builds the
+    control batch with its own clock (MemoryRecords.withEndTransactionMarker)."""
+    r = run([*OPEN, call("commit_transaction", "A"), SETTLE], ONE_TXN)
+    written = next(s["t_ms"] for s in r["steps"] if s["kind"] == "leader_write_txn_marker")
+    prepared = next(s["t_ms"] for s in r["steps"] if s["kind"] == "txn_prepare")
+    marker = r["partitions"][0]["log"][3]
+    assert marker["control"] == "COMMIT" and marker["timestamp_ms"] == written > prepared
