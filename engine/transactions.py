@@ -108,6 +108,9 @@ PENDING = ("PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 FATAL = "FATAL_ERROR"
 ABORTABLE = "ABORTABLE_ERROR"
 COORDINATOR = "txn-coordinator"  # the actor name of coordinator steps and marker messages
+# what moved a fenced producer's epoch on, as its fenced request is told
+NEWER_INSTANCE = "a newer instance called initTransactions() and owns this transactional.id"
+TIMED_OUT = "its transaction ran past transaction.timeout.ms and the coordinator fenced and aborted it"
 
 
 def txn_partition_for(transactional_id: str) -> int:
@@ -269,6 +272,8 @@ class TxnMeta:
     result: str | None = None  # "COMMIT" / "ABORT" while its markers are being written
     markers: dict[int, int] = field(default_factory=dict)  # partition -> marker batch index, unanswered
     marker_epoch: int = -1
+    # why each epoch was left behind (old epoch -> cause): what a fenced request is told
+    bumps: dict[int, str] = field(default_factory=dict)
     # KIP-447: offsets added to the transaction, per group (applied at CompleteCommit)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     offsets_member: dict[str, tuple[str | None, int]] = field(default_factory=dict)
@@ -473,6 +478,7 @@ class Transactions:
             return "CONCURRENT_TRANSACTIONS"
         old = meta.epoch
         meta.epoch += 1
+        meta.bumps.setdefault(old, NEWER_INSTANCE)
         meta.state = "Empty"
         meta.timeout_ms = timeout_ms
         meta.partitions = set()
@@ -493,6 +499,7 @@ class Transactions:
         """PrepareEpochFence then PrepareAbort at the bumped epoch (TMD 257-267, TC 172-189)."""
         old = meta.epoch
         meta.epoch += 1
+        meta.bumps[old] = TIMED_OUT if kind == "txn_timeout_abort" else NEWER_INSTANCE
         meta.state = "PrepareEpochFence"
         parts = ", ".join(f"P{p}" for p in sorted(meta.partitions)) or "no partition"
         self.step(
@@ -560,11 +567,12 @@ class Transactions:
         if meta is not None and meta.pid == session.pid and meta.epoch == session.epoch:
             return False
         have = f"epoch {meta.epoch}" if meta is not None else "no such transactional.id"
+        cause = meta.bumps.get(session.epoch, NEWER_INSTANCE) if meta is not None else NEWER_INSTANCE
         self.step(
             "txn_producer_fenced",
             COORDINATOR,
             f"{api} from {session.id} with producer id {session.pid}, epoch {session.epoch}; the coordinator "
-            f"has {have}: {self.fence_error}, fatal -- a newer instance owns this transactional.id",
+            f"has {have}: {self.fence_error}, fatal -- {cause}",
             error=self.fence_error,
         )
         return True

@@ -352,3 +352,22 @@ def test_B4_step_7_the_marker_is_stamped_by_the_leader_when_it_appends_it():
     prepared = next(s["t_ms"] for s in r["steps"] if s["kind"] == "txn_prepare")
     marker = r["partitions"][0]["log"][3]
     assert marker["control"] == "COMMIT" and marker["timestamp_ms"] == written > prepared
+
+
+# ---------------------------------------------------------------------------------------------
+# §E.B B3 vs B2: a fenced request is told what fenced it. After a timeout abort no newer
+# instance exists; the coordinator's own sweep moved the epoch on (TC 759-795).
+
+
+def test_E_B3_a_producer_fenced_by_its_timeout_is_not_told_a_newer_instance_owns_its_id():
+    actions = [*OPEN[:4], {"do": "advance", "ms": 75_000}, call("commit_transaction", "A")]
+    r = run(actions, ONE_TXN, consumers=[])
+    assert r["transactions"][-1]["error"] == "PRODUCER_FENCED"
+    fenced = next(s["text"] for s in r["steps"] if s["kind"] == "txn_producer_fenced")
+    assert "transaction.timeout.ms" in fenced and "newer instance" not in fenced
+
+
+def test_E_B2_a_producer_fenced_by_a_new_instance_is_told_so():
+    r = run(B2_SHORT[:6] + [call("commit_transaction", "A")], ZOMBIE, consumers=[])
+    fenced = next(s["text"] for s in r["steps"] if s["kind"] == "txn_producer_fenced")
+    assert "newer instance called initTransactions()" in fenced
