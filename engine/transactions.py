@@ -33,7 +33,10 @@ The protocol is TV0/TV1, every release before 4.0 (the reference's §B.4):
    PRODUCER_FENCED, fatal (every later call fails with it; the instance must be closed); a leader
    answers a produce whose epoch is below the producer state's (a marker at a bumped epoch
    raises it) with INVALID_PRODUCER_EPOCH, abortable: commitTransaction() then fails with it and
-   the application must call abortTransaction().
+   the application must call abortTransaction(). Before 2.7 (the 1.1 profile) there is no
+   PRODUCER_FENCED: coordinator and leader both answer INVALID_PRODUCER_EPOCH (47), which the
+   client raises as a fatal ProducerFencedException (profiles.py `producer_fenced_split`).
+   KIP-447 is 2.5's: the 1.1 profile refuses `send_offsets_to_transaction`.
 7. KIP-447 (`send_offsets_to_transaction`, not in the contract's action table: documented in
    engine/scenario.py): AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to
    the group coordinator with the consumer's group metadata (member id, generation), checked as

@@ -371,3 +371,4 @@ def test_E_B2_a_producer_fenced_by_a_new_instance_is_told_so():
     r = run(B2_SHORT[:6] + [call("commit_transaction", "A")], ZOMBIE, consumers=[])
     fenced = next(s["text"] for s in r["steps"] if s["kind"] == "txn_producer_fenced")
     assert "newer instance called initTransactions()" in fenced
+
