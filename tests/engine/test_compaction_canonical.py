@@ -486,3 +486,26 @@ def test_D3_among_eligible_logs_the_filthiest_goes_first():
     assert filthiest(logs) == "two thirds"
     assert filthiest({k: logs[k] for k in ("half", "overdue")}) == "overdue"
     assert filthiest({k: logs[k] for k in ("half", "new")}) is None
+
+
+def test_D4_a_rewritten_batch_keeps_its_base_and_last_offsets():
+    """MR 296-300 (§D.4): a batch that loses records keeps the original base and last offsets (the
+    last sequence survives); its records keep their offsets, so the batch has gaps."""
+    from engine.compaction import clean, cleanable_offsets
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact", segment_bytes=300))
+    log.append([(0, "K1", "a"), (0, "K2", "b"), (0, "K1", "c")], 100, 0)  # offsets 0-2
+    log.append([(0, "K2", "d"), (0, "K3", "e"), (0, "K3", "f")], 100, 0)  # offsets 3-5
+    log.append([(0, "K9", "z")], 100, 0)
+    log.append([(0, "K9", "y")], 100, 0)  # rolls: the first three batches are cleanable
+    log.update_high_watermark(log.log_end_offset)
+    c = cleanable_offsets(log, 1)
+    assert (c.first_dirty, c.first_uncleanable, c.ratio) == (0, 7, 1.0)
+    done = clean(log, c, 1)
+    batches = [b for s in log.segments[:-1] for b in s.batches]
+    assert [(b.base_offset, b.last_offset, [r.offset for r in b.records]) for b in batches] == [
+        (0, 2, [2]), (3, 5, [3, 5]), (6, 6, [6])
+    ]
+    assert sorted(done.superseded) == [0, 1, 4] and done.cleaner_point == 7
+    assert log.segments[0].next_offset == 7, "the segment still ends where it ended"
