@@ -102,6 +102,12 @@ def _refuse_unsimulated(cfg: Any) -> None:
             "a transactional producer on a compacted topic (cleanup.policy with compact) is not simulated "
             "yet",
         )
+    if not cfg.profile.kip447:
+        # before 2.5 sendOffsetsToTransaction took a group id, no generation (no KIP-447 fence),
+        # and the consumer did not wait on UNSTABLE_OFFSET_COMMIT: the engine builds only 2.5's
+        later["send_offsets_to_transaction"] = (
+            f"Kafka {cfg.profile.version}'s sendOffsetsToTransaction(offsets, groupId) (before KIP-447, 2.5)"
+        )
     for i, a in enumerate(cfg.actions):
         if a.do in later:
             raise problem(f"actions[{i}].do", f"{a.do}: {later[a.do]} is not simulated yet")

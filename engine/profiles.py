@@ -78,6 +78,15 @@ class Profile:
     # 3.x's ConfigDef.ValidString takes only latest, earliest and none (ConsumerConfig 517-522 at
     # tag 3.9.0) and throws ConfigException for anything else
     by_duration_reset: bool = False
+    # transactions (kafka-eos-kraft §B.7): 2.7 split the stale-epoch error (KIP-588's error split,
+    # KAFKA-10687; Errors.java at 2.7.0): coordinators answer PRODUCER_FENCED (90), fatal, and a
+    # produce gets INVALID_PRODUCER_EPOCH (47), now abortable. Before, 47 was the only name, from
+    # coordinators and leaders alike, and the client raised it as a fatal ProducerFencedException
+    # (Errors.java and Sender.java 612-616 at tag 1.1.0)
+    producer_fenced_split: bool = True
+    # 2.5 (KIP-447): sendOffsetsToTransaction with the consumer's group metadata (the generation
+    # fence) and the consumer's requireStable offset fetch (UNSTABLE_OFFSET_COMMIT)
+    kip447: bool = True
 
 
 # Each profile is written as the one before it plus what changed, so the file reads as the
@@ -128,6 +137,8 @@ _V1_1 = replace(
     "a follower joins the ISR once it reaches the HW, even below the leader's epoch start (KAFKA-7128 came "
     "in 2.1); no AlterPartition, no high-watermark freeze, unclean election off by default.",
     idempotence_available=True,  # 0.11 (KIP-98)
+    producer_fenced_split=False,  # 2.7 (KAFKA-10687)
+    kip447=False,  # 2.5 (KIP-447)
     unclean_default=False,  # 0.11 (KIP-106)
     leader_epochs=True,  # 0.11 (KIP-101)
     kip279=False,
@@ -147,6 +158,8 @@ _V3_6 = replace(
     kip279=True,  # 2.0
     isr_join_needs_epoch_start=True,  # 2.1 (KAFKA-7128)
     alter_partition=True,  # 2.7 (KIP-497)
+    producer_fenced_split=True,  # 2.7 (KAFKA-10687)
+    kip447=True,  # 2.5 (KIP-447)
     recovering_state=True,  # 3.2 (KIP-704)
     fenced_not_eligible=True,  # 3.6 (KAFKA-15021)
     epoch_bump_on_controller_shrink=False,  # 3.6 (KAFKA-15021)

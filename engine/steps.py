@@ -1045,7 +1045,8 @@ STEP_KINDS.update(
             "TransactionCoordinator.endTransaction",
             _TC,
             "539-562",
-            "a request carries an epoch older than the coordinator's: PRODUCER_FENCED (fatal)",
+            "a request carries an epoch older than the coordinator's: PRODUCER_FENCED (fatal; before 2.7 "
+            "the same answer was named INVALID_PRODUCER_EPOCH, also fatal)",
         ),
         "txn_timeout_abort": StepKind(
             "coordinator",

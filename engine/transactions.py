@@ -33,7 +33,10 @@ The protocol is TV0/TV1, every release before 4.0 (the reference's §B.4):
    PRODUCER_FENCED, fatal (every later call fails with it; the instance must be closed); a leader
    answers a produce whose epoch is below the producer state's (a marker at a bumped epoch
    raises it) with INVALID_PRODUCER_EPOCH, abortable: commitTransaction() then fails with it and
-   the application must call abortTransaction().
+   the application must call abortTransaction(). Before 2.7 (the 1.1 profile) there is no
+   PRODUCER_FENCED: coordinator and leader both answer INVALID_PRODUCER_EPOCH (47), which the
+   client raises as a fatal ProducerFencedException (profiles.py `producer_fenced_split`).
+   KIP-447 is 2.5's: the 1.1 profile refuses `send_offsets_to_transaction`.
 7. KIP-447 (`send_offsets_to_transaction`, not in the contract's action table: documented in
    engine/scenario.py): AddOffsetsToTxn to the transaction coordinator, then TxnOffsetCommit to
    the group coordinator with the consumer's group metadata (member id, generation), checked as
@@ -108,6 +111,9 @@ PENDING = ("PrepareCommit", "PrepareAbort", "PrepareEpochFence")
 FATAL = "FATAL_ERROR"
 ABORTABLE = "ABORTABLE_ERROR"
 COORDINATOR = "txn-coordinator"  # the actor name of coordinator steps and marker messages
+# what moved a fenced producer's epoch on, as its fenced request is told
+NEWER_INSTANCE = "a newer instance called initTransactions() and owns this transactional.id"
+TIMED_OUT = "its transaction ran past transaction.timeout.ms and the coordinator fenced and aborted it"
 
 
 def txn_partition_for(transactional_id: str) -> int:
@@ -269,6 +275,8 @@ class TxnMeta:
     result: str | None = None  # "COMMIT" / "ABORT" while its markers are being written
     markers: dict[int, int] = field(default_factory=dict)  # partition -> marker batch index, unanswered
     marker_epoch: int = -1
+    # why each epoch was left behind (old epoch -> cause): what a fenced request is told
+    bumps: dict[int, str] = field(default_factory=dict)
     # KIP-447: offsets added to the transaction, per group (applied at CompleteCommit)
     offsets: dict[str, dict[int, int]] = field(default_factory=dict)
     offsets_member: dict[str, tuple[str | None, int]] = field(default_factory=dict)
@@ -306,6 +314,10 @@ class Transactions:
         self.interval = cfg.timing.transaction_abort_timed_out_transaction_cleanup_interval_ms
         self.brokers = sorted(sims[0].brokers)
         self.groups: Any = None  # the consumers' Clients, for KIP-447 (set by the run)
+        # the coordinator's answer to a stale epoch (§B.7): PRODUCER_FENCED from 2.7; before, the
+        # one name INVALID_PRODUCER_EPOCH (47), fatal wherever it came from (profiles.py)
+        split = cfg.profile.producer_fenced_split
+        self.fence_error = "PRODUCER_FENCED" if split else "INVALID_PRODUCER_EPOCH"
         for sim in sims:
             sim.txn = self
 
@@ -356,7 +368,7 @@ class Transactions:
         for p, idx in ct.batches:
             b = self.sims[p].batches[idx]
             if b.outcome == "failed":
-                fatal = b.error == "PRODUCER_FENCED"
+                fatal = b.error == self.fence_error
                 ct.state, ct.error = (FATAL if fatal else ABORTABLE), b.error
                 return
 
@@ -367,7 +379,7 @@ class Transactions:
             self._fail(
                 session,
                 entry,
-                ct.error or "PRODUCER_FENCED",
+                ct.error or self.fence_error,
                 f"{session.id}.{call} throws {ct.error}: a fatal error earlier; this producer can only "
                 "be closed",
             )
@@ -463,12 +475,13 @@ class Transactions:
                 "txn_concurrent_transactions",
                 COORDINATOR,
                 f"The coordinator answers the new instance CONCURRENT_TRANSACTIONS (the fence epoch "
-                f"{old + 1} is never handed out); it asks again once the abort is complete",
+                f"{old + 1} is never handed out); it backs off and asks again until the abort is complete",
                 error="CONCURRENT_TRANSACTIONS",
             )
             return "CONCURRENT_TRANSACTIONS"
         old = meta.epoch
         meta.epoch += 1
+        meta.bumps.setdefault(old, NEWER_INSTANCE)
         meta.state = "Empty"
         meta.timeout_ms = timeout_ms
         meta.partitions = set()
@@ -480,7 +493,7 @@ class Transactions:
         else:
             text = (
                 f"The transaction coordinator ({where}) gives {tid!r} its producer id {meta.pid} again "
-                f"with epoch {old} -> {meta.epoch}: any instance still holding epoch {old} is fenced"
+                f"with epoch {old} -> {meta.epoch}: any instance still holding an older epoch is fenced"
             )
         self.step("txn_init_producer_id", COORDINATOR, text, producer_id=meta.pid, epoch=meta.epoch)
         return None
@@ -489,6 +502,7 @@ class Transactions:
         """PrepareEpochFence then PrepareAbort at the bumped epoch (TMD 257-267, TC 172-189)."""
         old = meta.epoch
         meta.epoch += 1
+        meta.bumps[old] = TIMED_OUT if kind == "txn_timeout_abort" else NEWER_INSTANCE
         meta.state = "PrepareEpochFence"
         parts = ", ".join(f"P{p}" for p in sorted(meta.partitions)) or "no partition"
         self.step(
@@ -548,7 +562,7 @@ class Transactions:
             told = True
             self.run_to(self.clock.now + session.config.retry_backoff_ms)
         if error is not None:
-            fatal = error == "PRODUCER_FENCED"
+            fatal = error == self.fence_error
             ct.state, ct.error = (FATAL if fatal else ABORTABLE), error
         return error
 
@@ -556,12 +570,13 @@ class Transactions:
         if meta is not None and meta.pid == session.pid and meta.epoch == session.epoch:
             return False
         have = f"epoch {meta.epoch}" if meta is not None else "no such transactional.id"
+        cause = meta.bumps.get(session.epoch, NEWER_INSTANCE) if meta is not None else NEWER_INSTANCE
         self.step(
             "txn_producer_fenced",
             COORDINATOR,
             f"{api} from {session.id} with producer id {session.pid}, epoch {session.epoch}; the coordinator "
-            f"has {have}: PRODUCER_FENCED, fatal -- a newer instance owns this transactional.id",
-            error="PRODUCER_FENCED",
+            f"has {have}: {self.fence_error}, fatal -- {cause}",
+            error=self.fence_error,
         )
         return True
 
@@ -570,7 +585,7 @@ class Transactions:
     ) -> str | None:
         meta = self.metas.get(tid)
         if self._fenced(meta, session, api):
-            return "PRODUCER_FENCED"
+            return self.fence_error
         assert meta is not None
         if meta.state in PENDING:
             if not quiet:
@@ -657,7 +672,7 @@ class Transactions:
                 "txn_client_error",
                 session.id,
                 f"{session.id}.{call} throws ProducerFencedException ({error}): fatal, the producer must be "
-                "closed; its transaction is the coordinator's to finish",
+                "closed; the coordinator has aborted its transaction, or is aborting it, at the fence",
                 error=error,
             )
             return
@@ -684,7 +699,7 @@ class Transactions:
     def _handle_end(self, tid: str, session: ProducerSession, kind: str, *, quiet: bool) -> str | None:
         meta = self.metas.get(tid)
         if self._fenced(meta, session, f"EndTxn({kind})"):
-            return "PRODUCER_FENCED"
+            return self.fence_error
         assert meta is not None
         if meta.state in PENDING:
             if not quiet:
@@ -875,13 +890,13 @@ class Transactions:
         member, generation = c.member_id, c.generation
         error = None
         if self._fenced(meta, session, "TxnOffsetCommit"):
-            error = "PRODUCER_FENCED"
+            error = self.fence_error
         else:
             error = groups.check_txn_commit(gid, member, generation)
         self.run_to(self.clock.now + HOP_MS)
         said = ", ".join(f"P{p} {o}" for p, o in sorted(chosen.items())) or "nothing"
         if error is not None:
-            fatal = error == "PRODUCER_FENCED"
+            fatal = error == self.fence_error
             ct.state, ct.error = (FATAL if fatal else ABORTABLE), error
             kind = "fatal" if fatal else "abortable (CommitFailedException): the application must abort"
             self._fail(

@@ -13,6 +13,7 @@ from typing import Any
 from ..compaction import INVALID_RECORD, refuses
 from ..state import (
     UNKNOWN,
+    Batch,
     Broker,
     FollowerState,
     _fmt_offsets,
@@ -99,7 +100,7 @@ class LeaderRole:
                 attempt_id,
                 "leader_reject_not_enough_replicas",
                 "NOT_ENOUGH_REPLICAS",
-                f"{who} refuses {_fmt_records(batch.records)}: committed ISR {_fmt_set(br.isr)} has "
+                f"{who} refuses {_what(batch)}: committed ISR {_fmt_set(br.isr)} has "
                 f"{len(br.isr)} < min.insync.replicas {eff}: NOT_ENOUGH_REPLICAS (19), nothing appended",
             )
             return
@@ -189,6 +190,10 @@ class LeaderRole:
         else:
             first = br.leo
             epoch = br.leader_epoch
+            if batch.control is not None:
+                # the leader builds the control batch itself, stamped with its own clock
+                # (KafkaApis.handleWriteTxnMarkersRequest -> MemoryRecords.withEndTransactionMarker)
+                batch.timestamp = self.now
             self._append(br, [(epoch, r, idx) for r in batch.records])
             last = br.leo - 1
             if batch.control is not None:
@@ -775,3 +780,9 @@ class LeaderRole:
             L.pending = None
             L.maximal = list(L.isr)
             self._maybe_increment_hw(L)
+
+
+def _what(batch: Batch) -> str:
+    """A refused batch as a caption names it: its records, or a transaction marker as such (a
+    WriteTxnMarkers append is refused by the same min.insync.replicas check, KA 2479-2483)."""
+    return f"the {batch.control} marker" if batch.control is not None else _fmt_records(batch.records)
