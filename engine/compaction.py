@@ -260,7 +260,9 @@ def _group_by_size(segments: list[Segment], config: LogConfig, first_uncleanable
             if not (size + nxt.size_bytes <= config.segment_bytes
                     and oidx + noidx <= config.segment_index_bytes
                     and tidx + ntidx <= config.segment_index_bytes
-                    and (nxt.size_bytes == 0 or last_offset - group[-1].base_offset <= INT_MAX)):
+                    # LCl 992 `group.last`: the group is built in reverse, so that is its FIRST
+                    # segment: the merged segment's offsets must fit 32 bits from its base
+                    and (nxt.size_bytes == 0 or last_offset - group[0].base_offset <= INT_MAX)):
                 break
             group.append(nxt)
             size += nxt.size_bytes

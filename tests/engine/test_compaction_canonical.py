@@ -509,3 +509,22 @@ def test_D4_a_rewritten_batch_keeps_its_base_and_last_offsets():
     ]
     assert sorted(done.superseded) == [0, 1, 4] and done.cleaner_point == 7
     assert log.segments[0].next_offset == 7, "the segment still ends where it ended"
+
+
+# ============================================================================ review fixes (i12-rcomp)
+
+
+def test_D4_grouping_keeps_a_merged_segments_offsets_within_32_bits_of_its_first_base():
+    """§D.4 step 2, `groupSegmentsBySize` (LCl 976-1002): segments merge while the merged one's
+    offsets fit 32 bits from ITS base. Kafka builds the group in reverse, so `group.last` (LCl 992)
+    is the group's first segment: 0 and 2^30 merge (last offset 2^31 - 1), but the segment at 2^31
+    does not join them (its last offset is 2^31 + 99 past base 0), even though it is within 2^31
+    of the segment at 2^30."""
+    from engine.compaction import _group_by_size
+    from engine.segments import LogConfig, Segment
+
+    cfg = LogConfig(cleanup_policy="compact")
+    segs = [Segment(base, 0, size_bytes=10) for base in (0, 2**30, 2**31)]
+    groups = _group_by_size(segs, cfg, 2**31 + 100)
+    assert [[s.base_offset for s in g] for g in groups] == [[0, 2**30], [2**31]]
+
