@@ -528,3 +528,23 @@ def test_D4_grouping_keeps_a_merged_segments_offsets_within_32_bits_of_its_first
     groups = _group_by_size(segs, cfg, 2**31 + 100)
     assert [[s.base_offset for s in g] for g in groups] == [[0, 2**30], [2**31]]
 
+
+def test_D2_truncation_moves_the_cleaner_checkpoint_to_the_active_segments_base():
+    """§D.2 (the checkpoint, LCM 452-465) with LogManager.truncateTo (LM 752-759, 926-929): a
+    truncation below the active segment (a follower after an unclean election) moves the cleaner
+    checkpoint to the base offset of the segment left active, not to the truncation offset; the
+    next check then counts that segment as dirty and never as clean."""
+    from engine.compaction import clean, cleanable_offsets, first_dirty_offset
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact", segment_bytes=4 * SIZE))
+    for i in range(13):  # segments 0-3, 4-7, 8-11, active 12
+        log.append([(0, f"K{i % 5}", f"v{i}")], SIZE, 0)
+    log.update_high_watermark(log.log_end_offset)
+    clean(log, cleanable_offsets(log, 1), 1)
+    assert log.cleaner_checkpoint == 12
+    log.truncate_to(10, 2)
+    assert log.segments[-1].base_offset == 8
+    assert log.cleaner_checkpoint == 8 and first_dirty_offset(log) == 8
+    c = cleanable_offsets(log, 3)
+    assert c.clean_bytes == sum(s.size_bytes for s in log.segments[:-1]), "the active segment is not clean"
