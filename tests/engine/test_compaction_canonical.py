@@ -116,7 +116,7 @@ def test_FD_pass_1_first_cleaning_of_a_new_compacted_topic():
     (rw,) = steps(r, "cleaner_rewrite")
     assert rw["removed"] == [0, 1, 2, 3] and rw["kept"] == 4
     assert "segment 0; segment 4" in rw["text"], "full segments are not merged"
-    assert f"kept until {BACKOFF + DAY} ms" in rw["text"], "horizon = T1 + delete.retention.ms"
+    assert f"delete horizon {BACKOFF + DAY} ms" in rw["text"], "horizon = T1 + delete.retention.ms"
     assert layout(r) == [(0, 0), (4, 8), (8, 10)], "the emptied segment at base 0 stays"
     assert [s["bytes"] for s in part(r)["segments"]] == [0, 400, 200]
     assert part(r)["cleaner_point"] == 8 and part(r)["log_start_offset"] == 0
@@ -235,7 +235,7 @@ def test_FD_tombstone_kept_by_the_first_pass_with_a_horizon():
     r = upto(tombstone_story(), "A", steps=True)
     (rw,) = steps(r, "cleaner_rewrite")
     assert rw["t_ms"] == BACKOFF and rw["removed"] == [0]
-    assert f"tombstone at 1 kept until {BACKOFF + DAY} ms" in rw["text"]
+    assert f"tombstone at 1 kept, its batch stamped with the delete horizon {BACKOFF + DAY} ms" in rw["text"]
     assert (1, "K9", None) in kv(r)
 
 
@@ -548,3 +548,42 @@ def test_D2_truncation_moves_the_cleaner_checkpoint_to_the_active_segments_base(
     assert log.cleaner_checkpoint == 8 and first_dirty_offset(log) == 8
     c = cleanable_offsets(log, 3)
     assert c.clean_bytes == sum(s.size_bytes for s in log.segments[:-1]), "the active segment is not clean"
+
+
+def test_D3_the_cleaner_never_passes_the_high_watermark():
+    """§D.3 cleanable range, item 1 (LCM 654-655): the first uncleanable offset is at most the last
+    stable offset, which is at most the high watermark. RF=2 with the follower not fetching and
+    acks=1: the leader holds §F.D's three segments but its HW stays 0, so the check after the roll
+    finds nothing cleanable and says why; the pass comes at the first check after the ISR shrinks
+    and the HW reaches 10."""
+    sc = story(
+        {"do": "stop_fetching", "broker": 2}, *[dict(a, acks=1) for a in writes(*S0_S1_S2)],
+        advance(5 * BACKOFF),
+        brokers=(1, 2), rf=2, topic={**COMPACT, "min.insync.replicas": 1},
+    )  # fmt: skip
+    r = run(sc, steps=True)
+    (chk,) = steps(r, "cleaner_check")
+    assert chk["t_ms"] == BACKOFF and chk["cleaner_point"] == 0
+    assert "last stable offset" in chk["text"] and "high watermark 0" in chk["text"]
+    hw_at = next(s["t_ms"] for s in r["steps"] if s["kind"] == "leader_advance_high_watermark")
+    (m,) = steps(r, "cleaner_offset_map")
+    assert hw_at < m["t_ms"] <= hw_at + BACKOFF
+    assert m["offset_map"] == {"K1": 5, "K2": 4, "K3": 7, "K4": 6}
+
+
+def test_FD_pass_captions_say_what_stays_empty():
+    """§F.D pass 1 in words: S0 keeps nothing and stays as an empty segment; the tombstone's batch
+    gets its horizon from this pass's time. §F.D idempotent producers: the superseded last batch of
+    an active idempotent producer stays as an empty batch, and the caption says why."""
+    r = upto(fd_story(), "T1", steps=True)
+    (rw,) = steps(r, "cleaner_rewrite")
+    assert "segment 0 is left empty" in rw["text"]
+    assert "this pass's time + delete.retention.ms=86400000" in rw["text"]
+    p = {"id": "p", "enable.idempotence": True}
+    acts = [_produce("a", key="K1", size=SIZE, producer="p"), settle()]
+    acts += [_produce(v, key=k, size=SIZE, producer="q") for k, v in [("K1", "b"), ("K2", "c"), ("K3", "d"),
+                                                                      ("K4", "e")]]
+    r = run(story(*acts, settle(), advance(BACKOFF), topic=COMPACT, producers=(p, {"id": "q"})), steps=True)
+    (rw,) = steps(r, "cleaner_rewrite")
+    assert "removes 1 superseded (offset 0)" in rw["text"]
+    assert "the batch at 0 stays with no records" in rw["text"] and "idempotent producer" in rw["text"]
