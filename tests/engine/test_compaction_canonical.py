@@ -587,3 +587,47 @@ def test_FD_pass_captions_say_what_stays_empty():
     (rw,) = steps(r, "cleaner_rewrite")
     assert "removes 1 superseded (offset 0)" in rw["text"]
     assert "the batch at 0 stays with no records" in rw["text"] and "idempotent producer" in rw["text"]
+
+
+def late_follower_story(wait: int) -> dict:
+    """§F.D tombstone expiry on RF=3: B3 is down before any write, the leader (and B2) clean with
+    the tombstone's horizon at T_A + 24 h; B3 comes back `wait` after pass A and catches up."""
+    fill = [f"F{i}=f{i}" for i in range(4)]
+    return story(
+        {"do": "crash", "broker": 3},
+        *writes("K9=x", "K9=", "A=a1", "B=b1", "C=c1"), settle(), advance(BACKOFF), mark("A"),
+        *writes(*fill), settle(), advance(wait),
+        {"do": "restart", "broker": 3}, advance(20 * SEC), settle(), mark("back"),
+        brokers=(1, 2, 3), rf=3, topic={**COMPACT, "min.insync.replicas": 1},
+    )  # fmt: skip
+
+
+def broker_log(r: dict, bid: int) -> list[tuple[int, str, str | None]]:
+    view = r["final"]
+    return [(e["offset"], e["key"], e["record"]) for e in view["brokers"][str(bid)]["log"]]
+
+
+def test_D4_a_follower_catching_up_copies_the_leaders_cleaned_batches_with_their_horizon():
+    """§D.4 (the horizon lives in the batch header, MR 186-205) and §D.5: a fetch returns the
+    leader's batches as they are on its disk, so a follower that catches up after the leader's pass
+    gets the cleaned log (K9=x is not copied) and the tombstone's batch with the leader's horizon,
+    T_A + 24 h; its own first pass does not stamp the tombstone again a day later."""
+    r = run(late_follower_story(HOUR), steps=True)
+    assert (0, "K9", "x") not in broker_log(r, 3)
+    assert (1, "K9", None) in broker_log(r, 3)
+    b3 = [s for s in steps(r, "cleaner_rewrite") if s["broker"] == 3]
+    assert all(s["stamped"] == [] for s in b3), "the horizon came with the batch"
+
+
+def test_FD_a_follower_catching_up_after_the_tombstone_expired_never_sees_K9():
+    """§F.D tombstone expiry: after the pass that drops the tombstone, a reader from the start never
+    sees K9; that holds for a follower that catches up afterwards and then leads too (in Kafka it
+    fetches the leader's cleaned log, so the tombstone cannot come back with a fresh horizon)."""
+    more = [f"G{i}=g{i}" for i in range(8)]
+    sc = late_follower_story(BACKOFF)
+    cut = sc.marks["back"] - 4  # before the restart: add the day and pass C while B3 is down
+    sc["actions"][cut:cut] = [advance(DAY), *writes(*more), settle(), advance(BACKOFF)]
+    r = run(sc, steps=True)
+    assert [s["broker"] for s in steps(r, "cleaner_tombstone_expired")] == [1, 2]
+    assert all(k != "K9" for _o, k, _v in broker_log(r, 3))
+    assert not [s for s in steps(r, "cleaner_rewrite") if s["broker"] == 3 and s["stamped"]]
