@@ -631,3 +631,17 @@ def test_FD_a_follower_catching_up_after_the_tombstone_expired_never_sees_K9():
     assert [s["broker"] for s in steps(r, "cleaner_tombstone_expired")] == [1, 2]
     assert all(k != "K9" for _o, k, _v in broker_log(r, 3))
     assert not [s for s in steps(r, "cleaner_rewrite") if s["broker"] == 3 and s["stamped"]]
+
+
+def test_D4_grouping_stops_when_the_merged_indexes_would_not_fit_segment_index_bytes():
+    """§D.4 step 2 (LCl 985-988): a run of segments merges while the sum of their sizes fits
+    segment.bytes AND the sums of their offset-index and time-index sizes (8 and 12 bytes an entry)
+    each fit segment.index.bytes. With 80 index bytes, two segments of 4 entries each fit as offset
+    indexes (64 bytes) but not as time indexes (96 bytes), so they stay apart; with 100 they merge."""
+    from engine.compaction import _group_by_size
+    from engine.segments import LogConfig, Segment
+
+    segs = [Segment(base, 0, size_bytes=10, offset_index_entries=4, time_index_entries=4) for base in (0, 40)]
+    for index_bytes, expected in ((80, [[0], [40]]), (100, [[0, 40]])):
+        cfg = LogConfig(cleanup_policy="compact", segment_index_bytes=index_bytes)
+        assert [[s.base_offset for s in g] for g in _group_by_size(segs, cfg, 80)] == expected
