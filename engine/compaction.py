@@ -39,6 +39,12 @@ every 10 minutes (a producer counts as active while its last batch is younger th
 records keeps the batch overhead and k/n of the rest of its bytes, an empty one only the overhead
 (or its whole size when that is smaller).
 
+Replicas: each broker's cleaner cleans its own copy on the same grid. A follower that fetches below
+its leader's cleaner point copies the leader's cleaned batches, gaps and horizons included, as a
+fetch returns them (engine/actors/log.py); a truncation moves the checkpoint to the base of the
+segment left active (LogManager.truncateTo). Not modelled there: a power loss can cut into cleaned
+segments here, where Kafka flushes a segment when it rolls and a cleaned one before it is swapped in.
+
 Vocabulary: this follows the cleaner's code, not the design doc. The log is a *clean* part
 (already compacted) then a *dirty* part; the boundary is the *cleaner point* (the first dirty
 offset, `cleaner-offset-checkpoint`). The design doc calls the clean part the *tail* and the dirty
