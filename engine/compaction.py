@@ -33,9 +33,9 @@ clients/.../record/MemoryRecords.java (MR), storage/.../log/LogValidator.java (L
 
 Not modelled: the offset map's 128 MiB buffer and MD5 hash collisions (every pass maps its whole
 dirty range), transactions (aborted batches and markers: the last stable offset bounds the range
-as Kafka does), message formats before v2 (the legacy horizon), producer-state expiry checked
-every 10 minutes (a producer counts as active while its last batch is younger than
-`producer.id.expiration.ms`), and a rewritten batch's exact size: a batch that keeps k of its n
+as Kafka does), message formats before v2 (the legacy horizon), the producer-expiry check's
+schedule restarting with a broker (it runs every 10 minutes from the log's creation at time 0
+here), and a rewritten batch's exact size: a batch that keeps k of its n
 records keeps the batch overhead and k/n of the rest of its bytes, an empty one only the overhead
 (or its whole size when that is smaller).
 
@@ -82,6 +82,7 @@ from .segments import (
 )
 
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
 INVALID_RECORD = "INVALID_RECORD"
 
 # what ends the cleanable range (the first uncleanable offset's reason)
@@ -215,13 +216,20 @@ def next_cleanable_ms(log: SegmentedLog, now_ms: int) -> int | None:
 def active_producers(log: SegmentedLog, now_ms: int,
                      expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> dict[int, int]:
     """`UnifiedLog.lastRecordsOfActiveProducers`: each idempotent producer's last data offset, for
-    producers whose last batch is younger than producer.id.expiration.ms."""
+    producers not yet expired. A producer expires only when the periodic check finds its last
+    batch at least producer.id.expiration.ms old (`PeriodicProducerExpirationCheck`, UnifiedLog
+    469-470, every producer.id.expiration.check.interval.ms from the log's creation), so it stays
+    active up to one interval longer."""
     last: dict[int, tuple[int, int]] = {}
     for s in log.segments:
         for b in s.batches:
             if b.producer_id >= 0:
                 last[b.producer_id] = (b.last_offset, b.max_timestamp_ms)
-    return {pid: off for pid, (off, ts) in last.items() if now_ms - ts < expiration_ms}
+    interval = PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+    check = now_ms - now_ms % interval  # the last check at or before now (none before the first)
+    if check < interval:
+        return {pid: off for pid, (off, _ts) in last.items()}
+    return {pid: off for pid, (off, ts) in last.items() if check - ts < expiration_ms}
 
 
 @dataclass

@@ -663,3 +663,18 @@ def test_D5_a_tombstone_expires_while_its_key_was_written_again_in_the_active_se
     assert gone["removed"] == [1]
     assert "only the value written after" in gone["text"] and "at all" not in gone["text"]
     assert [(x["offset"], x["record"]) for x in r["polls"][-1]["records"] if x["key"] == "K9"] == [(13, "y")]
+
+
+def test_FD_an_idempotent_producers_empty_batch_stays_until_the_expiry_check_removes_it():
+    """§F.D idempotent producers: the empty batch stays "until P writes again or expires". P's state
+    expires at the first periodic check (every producer.id.expiration.check.interval.ms = 10 min,
+    UnifiedLog 469-470) that finds its last batch producer.id.expiration.ms (1 day) old: P wrote at
+    1 min, so it is still active at day 1 + 5 min and gone from day 1 + 10 min."""
+    from engine.compaction import active_producers
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact"))
+    log.append([(60 * SEC, "K1", "a")], SIZE, 60 * SEC, producer_id=7)
+    assert active_producers(log, DAY) == {7: 0}
+    assert active_producers(log, DAY + 5 * 60 * SEC) == {7: 0}, "no check since it became a day old"
+    assert active_producers(log, DAY + 10 * 60 * SEC) == {}
