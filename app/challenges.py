@@ -25,6 +25,10 @@ the run:
                            part is met too: with partitioner.ignore.keys the sticky partitioner
                            put every keyless-treated record on one partition, batch.size not
                            reached
+    duplicate_then_dedupe  the log holds a record twice (the engine's duplicates ledger at this
+                           step). Its second part is met too: a leader recognised a batch sent
+                           again after it was written (leader_dedupe_idempotent), and no record is
+                           there twice
 Each judge returns (met, sentence): the sentence says what the run did, in the engine's terms
 (consumers, groups, partitions and offsets), so the learner sees why it is met or not yet.
 """
@@ -34,7 +38,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from app import logdiagram
+from app import eos, logdiagram
 from app.formats import clock
 from engine.producers import BATCH_SIZE
 
@@ -301,7 +305,98 @@ def hot_partition(timeline: Any) -> tuple[bool, str]:
                   "more partitions cannot spread one key.")
 
 
+# ----------------------------------------------------------------------------------------------
+# miss_delete (scene 05a): a reader read past a tombstone that the cleaner removed first
+
+
+def keys_by_offset(timeline: Any) -> dict[tuple[int, int], str | None]:
+    """(partition, offset) -> the key of the record the producer was told is there: each produce
+    action's key, with the offsets its result reports (a lookup table; what happened by the
+    current step is read from the steps)."""
+    actions = [a for a in timeline.scenario.get("actions", []) if a.get("do") == "produce"]
+    out: dict[tuple[int, int], str | None] = {}
+    for action, done in zip(actions, timeline.result.get("produce") or [], strict=False):
+        for offset in done.get("offsets") or []:
+            out[(int(done.get("partition") or 0), int(offset))] = action.get("key")
+    return out
+
+
+def _tombstones_so_far(steps: list[dict[str, Any]],
+                       key_of: dict[tuple[int, int], str | None]) -> dict[tuple[int, int], str]:
+    """(partition, offset) -> key of every tombstone a leader appended in the steps so far."""
+    out: dict[tuple[int, int], str] = {}
+    for s in steps:
+        if s.get("kind") != "leader_append":
+            continue
+        first = int((s.get("offsets") or [0])[0])
+        partition = int(s.get("partition") or 0)
+        for k, rec in enumerate(s.get("records") or []):
+            key = key_of.get((partition, first + k))
+            if rec is None and key is not None:
+                out[(partition, first + k)] = key
+    return out
+
+
+def miss_delete(timeline: Any) -> tuple[bool, str]:
+    steps = timeline.steps[: timeline.step]
+    key_of = keys_by_offset(timeline)
+    tombstones = _tombstones_so_far(steps, key_of)
+    if not tombstones:
+        return False, "no key has been deleted yet: no tombstone is in the log."
+    received = logdiagram.received_so_far(steps)
+    seen: list[str] = []
+    for cid, rows in sorted(received.items()):
+        for row in rows:
+            p, off = row["partition"], row["offset"]
+            key = key_of.get((p, off))
+            if key is None or row["record"] == logdiagram.TOMBSTONE_TEXT:
+                continue
+            later = sorted(t for (tp, t), k in tombstones.items() if tp == p and k == key and t > off)
+            if not later:
+                continue
+            t = later[0]
+            after = [r for r in rows if r["partition"] == p and r["offset"] > off
+                     and key_of.get((p, r["offset"])) == key]
+            past = [r for r in rows if r["partition"] == p and r["offset"] > t]
+            if after:
+                got = after[0]
+                tomb = got["record"] == logdiagram.TOMBSTONE_TEXT
+                then = f"the tombstone at {got['offset']}" if tomb else f"{got['record']} at {got['offset']}"
+                seen.append(f"{cid} read {key} = {row['record']} at {off}, then {then}: its table is "
+                            "up to date")
+            elif past:
+                return True, (f"{cid} read {key} = {row['record']} (P{p} offset {off}); the tombstone at {t} "
+                              f"deleted {key}, but {cid} read on to offset {past[0]['offset']} without ever "
+                              f"receiving it: the cleaner removed it first. {cid}'s table still says {key} = "
+                              f"{row['record']}, and nothing told it otherwise.")
+    if seen:
+        return False, "; ".join(seen[:2]) + ". The delete reached every reader so far."
+    return False, ("a key was deleted, but no reader that read its old value has read past the tombstone's "
+                   "offset yet.")
+
+
+def duplicate_then_dedupe(timeline: Any) -> tuple[bool, str]:
+    """Scene 08: a record the log holds twice (the engine's duplicates ledger at this step); its
+    second part: the leader recognised a batch sent again after it was written, and no record is
+    there twice."""
+    dups = eos.duplicates(logdiagram.partition_views(timeline.view))
+    if dups:
+        return True, (f"first part: the log holds {_names(dups)} twice (the engine's duplicates ledger). "
+                      "Now keep the same trouble and make the second copy impossible.")
+    steps = timeline.steps[: timeline.step]
+    deduped = [s for s in steps if s.get("kind") == "leader_dedupe_idempotent"]
+    if deduped:
+        return True, (f"second part: {deduped[0].get('text', 'a leader recognised a retried batch')}; "
+                      "the log holds every record once.")
+    resent = any(s.get("kind") == "producer_retry" for s in steps)
+    return False, ("a batch was sent again, but no record is in the log twice yet: was the first attempt "
+                   "written?" if resent else "no batch has been sent twice so far, and no record is in the "
+                   "log twice.")
+
+
 JUDGES = {
+    "miss_delete": miss_delete,
+    "duplicate_then_dedupe": duplicate_then_dedupe,
     "read_before_subscribe": read_before_subscribe,
     "spread_keys": spread_keys,
     "fan_out": fan_out,

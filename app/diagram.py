@@ -423,6 +423,24 @@ class Cell:
         self.my = round(self.y + self.h / 2, 1)
 
 
+def _compaction_marks(r: dict[str, Any], cell_y: float, cell_w: float,
+                      g: Geometry) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Scene 05a: a dotted slot per run of offsets the cleaner removed, and the cleaner point as a
+    line through the log (the segments under it are marked clean or dirty)."""
+    slots = []
+    for run in r.get("cleaned") or []:
+        x = round(g.log_left + run["first"] * cell_w, 1)
+        w = round((run["last"] - run["first"] + 1) * cell_w - 2, 1)
+        slots.append({"x": x, "y": round(cell_y + 3, 1), "w": w, "h": g.cell_h - 6, "title": run["title"]})
+    cleaner = r.get("cleaner")
+    if cleaner is None:
+        return slots, None
+    # the line only: the segments under the log say which side is clean and which dirty
+    x = round(g.log_left + cleaner["point"] * cell_w - 1, 1)
+    return slots, {"x": x, "y1": round(cell_y - 2, 1), "y2": round(cell_y + g.cell_h + 2, 1),
+                   "title": cleaner["title"]}
+
+
 def _text_w(text: str, g: Geometry) -> float:
     """An estimate of a pill's or badge's text width (there is no font metric on the server):
     digits, capitals and symbols run wider than the average letter, narrow punctuation less."""
@@ -939,7 +957,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
                 record=c["record"],
                 offset=c["offset"],
                 epoch=None,
-                epoch_class="ep0",
+                epoch_class=c.get("epoch_class", "ep0"),
                 state=c["state"],
                 glyph="",
                 title=c["title"],
@@ -948,13 +966,17 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
             # a record without a key has its value in the middle of the cell
             ty = cell.ty if key else round(cell.my + 4, 1)
             cells.append({**dataclasses.asdict(cell), "cx": cell.cx, "ty": ty, "ey": cell.ey,
-                          "x2": cell.x2, "my": cell.my, "key": key, "key_len": key_len})
+                          "x2": cell.x2, "my": cell.my, "key": key, "key_len": key_len,
+                          "tomb": bool(c.get("tomb"))})
         row["cells"] = cells
+        row["cleaned"], row["cleaner"] = _compaction_marks(r, cell_y, cell_w, g)
         marker_y = cell_y + g.cell_h + 1
         m = dict(r["markers"])
         m["hw_x"] = x_of(m["hw"])
         m["leo_x"] = x_of(m["leo"])
         m["start_x"] = x_of(m["start"])
+        if "lso" in m:  # scene 08: the last stable offset
+            m["lso_x"] = x_of(m["lso"])
         m["tip_y"] = round(marker_y, 1)
         label_w = len(m["text"]) * 5.9
         if m["leo_x"] + 8 + label_w <= right:

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.formats import sim_time
+from engine.state import record_label
 
 MIN_REPEATS = 3  # a block must occur this many times in a row to be folded
 MAX_PERIOD = 16  # the longest repeating block searched for, in engine steps
@@ -195,8 +196,8 @@ def repeat_title(
         return f"Followers fetched {fetches} more time{'s' if fetches != 1 else ''} {over}."
     # rounds that each carried other records (one record after another, produced and stored):
     # name the records, and quote the first folded step rather than the round already shown
-    shown_records = {str(r) for s in round_steps for r in (s.get("records") or [])}
-    folded_records = list(dict.fromkeys(str(r) for s in folded for r in (s.get("records") or [])))
+    shown_records = {record_label(r) for s in round_steps for r in (s.get("records") or [])}
+    folded_records = list(dict.fromkeys(record_label(r) for s in folded for r in (s.get("records") or [])))
     if folded_records and not set(folded_records) <= shown_records:
         example = str(folded[0].get("text", "")).rstrip(".")
         return (f"The same happened {rounds} more time{'s' if rounds != 1 else ''} {over}, for "

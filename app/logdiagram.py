@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import diagram as dg
-from app import formats
+from app import eos, formats
 from app.state import format_value
 
 KEY_TEXT_CHARS = 5
@@ -56,9 +56,16 @@ def log_mode(scenario: dict[str, Any]) -> bool:
     partitions, sets the partitioner's producer settings, or sets segment or retention settings.
     (Several partitions alone do not: the durability scenes draw one partition's replicas.)"""
     producer = scenario.get("producer") or {}
-    return (bool(scenario.get("consumers"))
+    return (bool(scenario.get("consumers")) or counters_shown(scenario)
             or any(a.get("do") == "add_partitions" for a in scenario.get("actions") or [])
             or any(k in producer for k in PARTITIONER_KEYS) or shows_segments(scenario))
+
+
+def counters_shown(scenario: dict[str, Any]) -> bool:
+    """Whether the diagram shows exactly-once's counters (scene 08): the scenario names its producer
+    processes (`producers`), so each one's producer id, epoch and sequences are drawn, and every
+    partition row says what its leader remembers per producer id."""
+    return bool(scenario.get("producers"))
 
 
 def shows_segments(scenario: dict[str, Any]) -> bool:
@@ -108,6 +115,8 @@ def partition_state(snap: dict[str, Any] | None, number: int) -> dict[str, Any]:
         "leo": int(b.get("leo", len(log)) or 0),
         "log_start": int(part.get("log_start_offset") or 0),
         "segments": [dict(x) for x in part.get("segments") or []],
+        # compaction (scene 05a): where the cleaner's next pass starts; None before any pass
+        "cleaner_point": part.get("cleaner_point"),
     }
 
 
@@ -204,7 +213,9 @@ def received_so_far(
         records = s.get("records") or []
         rows = out.setdefault(str(s.get("consumer")), [])
         for (p, off), rec in zip(got, records, strict=False):
-            rows.append({"partition": int(p), "offset": int(off), "record": str(rec)})
+            # a tombstone (compacted topics) has a null value: drawn as ∅, like its cell
+            rows.append({"partition": int(p), "offset": int(off),
+                         "record": TOMBSTONE_TEXT if rec is None else str(rec)})
     return out
 
 
@@ -393,6 +404,20 @@ def _absent_row(st: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SECTION_TITLE = {
+    "clean": "a segment in the clean section, before the cleaner point: already compacted",
+    "dirty": "a segment in the dirty section, from the cleaner point on: every update since the last pass",
+}
+
+
+def _section(st: dict[str, Any], base: int, active: bool) -> str:
+    """On a compacted topic, the section a segment is in (the active one counts as dirty)."""
+    if not st.get("compacted"):
+        return ""
+    point = st.get("cleaner_point")
+    return "clean" if point is not None and base < int(point) and not active else "dirty"
+
+
 def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
     """The partition's segments (oldest first; the last is the active one) as brackets under its
     log: offsets, size, and a title that says what each is."""
@@ -405,8 +430,12 @@ def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
                 else f"offset {base}" if nxt > base else "no record")
         what = ("the active segment: the only one that takes appends" if active
                 else "a closed segment: retention may delete it whole")
+        section = _section(st, base, active)
+        if section:
+            what = what + ", never cleaned" if active else _SECTION_TITLE[section]
+        label = "active · " if active else f"{section} · " if section else ""
         out.append({"base": base, "next": nxt, "bytes": size, "active": active,
-                    "text": ("active · " if active else "") + bytes_text(size),
+                    "text": label + bytes_text(size),
                     "short": bytes_text(size).replace(" ", ""),
                     "title": f"P{st['number']} segment {base}: {span}, {size} bytes; {what}"})
     return out
@@ -424,6 +453,67 @@ def _deleted_model(st: dict[str, Any]) -> dict[str, Any] | None:
     return {"first": first, "last": last,
             "title": f"P{st['number']} {span}{f' ({names})' if names else ''}: deleted, below the log start "
                      f"offset {st['log_start']}; no reader can fetch them any more"}
+
+
+# ----------------------------------------------------------------------------------------------
+# compaction (scene 05a): tombstones, the offsets a cleaning pass removed, the cleaner point
+
+TOMBSTONE_TEXT = "∅"
+
+
+def is_tombstone(entry: dict[str, Any]) -> bool:
+    """A data record with a key and a null value (a control record has `record` null too)."""
+    return entry.get("record") is None and entry.get("key") is not None and not entry.get("control")
+
+
+def horizons_so_far(steps: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
+    """(partition, offset) -> the delete horizon a cleaning pass stamped on that tombstone, from
+    the engine's cleaner_rewrite steps so far (the leader's; a pass stamps a tombstone once)."""
+    out: dict[tuple[int, int], int] = {}
+    for s in steps:
+        if s.get("kind") == "cleaner_rewrite" and s.get("horizon_ms") is not None:
+            for offset in s.get("stamped") or []:
+                out.setdefault((int(s.get("partition") or 0), int(offset)), int(s["horizon_ms"]))
+    return out
+
+
+def _horizon_text(entry: dict[str, Any], st: dict[str, Any]) -> str:
+    horizon = (st.get("horizons") or {}).get((st["number"], int(entry["offset"])))
+    if horizon is None:
+        return ""
+    return f"; a cleaning pass may remove it from {formats.clock(int(horizon))} on (its delete horizon)"
+
+
+def cleaned_runs(st: dict[str, Any]) -> list[dict[str, Any]]:
+    """The offsets between the log start and the log end that the log no longer holds: a cleaning
+    pass removed them (offsets never change, so a compacted log has gaps). One run per gap."""
+    held = {int(e["offset"]) for e in st["log"]}
+    runs: list[list[int]] = []
+    for offset in range(st["log_start"], st["leo"]):
+        if offset in held:
+            continue
+        if runs and runs[-1][1] == offset - 1:
+            runs[-1][1] = offset
+        else:
+            runs.append([offset, offset])
+    out = []
+    for first, last in runs:
+        span = f"offsets {first}-{last}" if last > first else f"offset {first}"
+        out.append({"first": first, "last": last,
+                    "title": f"P{st['number']} {span}: removed by the cleaner, a later record with the same "
+                             "key replaced them (or a tombstone's horizon passed); offsets never change, so "
+                             "a fetch here returns the next record that is left"})
+    return out
+
+
+def _cleaner_model(st: dict[str, Any]) -> dict[str, Any] | None:
+    point = st.get("cleaner_point")
+    if not st.get("compacted") or point is None or not st["segments"] or int(point) <= st["log_start"]:
+        return None
+    point = int(point)
+    return {"point": point,
+            "title": f"P{st['number']} cleaner point {point}: offsets before it are the clean section "
+                     f"(already compacted), from {point} on the dirty section, every update still there"}
 
 
 def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
@@ -459,19 +549,22 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
         offset = int(entry["offset"])
         if offset < st["log_start"]:
             continue  # deleted: drawn as one gap (see _deleted_model), the records are gone
-        record = str(entry.get("record"))
         key = entry.get("key")
+        tomb = is_tombstone(entry)
+        record = TOMBSTONE_TEXT if tomb else str(entry.get("record"))
         if offset < st["hw"]:
             state, what = "committed", "readable (below the HW)"
         else:
             state, what = "uncommitted", "not readable yet (at or above the HW)"
         key_text = f"key {key}" if key is not None else "no key"
+        name = f"a tombstone for {key}" if tomb else f"{record} ({key_text})"
         cells.append({
             "offset": offset,
             "record": record,
             "key": "" if key is None else str(key),
             "state": state,
-            "title": f"P{number} offset {offset}: {record} ({key_text}) — {what}",
+            "tomb": tomb,
+            "title": f"P{number} offset {offset}: {name} — {what}" + _horizon_text(entry, st),
         })
     return {
         "id": number,
@@ -486,6 +579,8 @@ def _row(st: dict[str, Any], consumers: dict[str, Any], groups: dict[str, Any],
         "cells_model": cells,
         "segments": _segments_model(st) if segments else [],
         "deleted": _deleted_model(st),
+        "cleaned": cleaned_runs(st),
+        "cleaner": _cleaner_model(st),
         "markers": {"hw": st["hw"], "leo": st["leo"], "start": st["log_start"], "text": f"LEO {st['leo']}"},
         "lanes": _lanes(number, consumers, groups),
         "span": max(st["leo"], len(st["log"])) + 1,
@@ -498,11 +593,17 @@ def diagram(
     view = timeline.view
     snaps = partition_views(view)
     states = [partition_state(s, i) for i, s in enumerate(snaps)]
+    compacted = "compact" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete"))
+    horizons = horizons_so_far(timeline.steps[: timeline.step]) if compacted else {}
+    for st in states:
+        st["compacted"], st["horizons"] = compacted, horizons
     consumers = view.get("consumers") or {}
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
     received = received_so_far(steps, this_process=True)
-    acks = format_value((scenario.get("producer") or {}).get("acks", "all"))
+    counters = counters_shown(scenario)
+    first_producer = (scenario.get("producers") or [{}])[0] if counters else scenario.get("producer") or {}
+    acks = format_value(first_producer.get("acks", "all"))
     topic = (scenario.get("topic") or {}).get("name", "t")
     several = len(states) > 1
     readers = bool(scenario.get("consumers"))
@@ -517,6 +618,19 @@ def diagram(
         "pills": _pills(snaps),
         "timers": [],
     }
+    if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
+        model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
+        model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
+        strip_from = len(model["brokers"])
+        model["brokers"].extend(eos.coordinator_badges(view))
+        transactional = any(p.get("transactional.id") is not None for p in scenario.get("producers") or [])
+        for st, row in zip(states, model["rows"], strict=True):
+            if st.get("absent"):
+                continue
+            snap = snaps[st["number"]]
+            model["brokers"].extend(eos.state_badges(snap, st["number"], st["leader"], several))
+            _transaction_cells(row, snap, st, transactional)
+        model["counter_badges"] = [b["text"] for b in model["brokers"][strip_from:]]
     wide = dg.layout_log(model, dg.WIDE)
     narrow = dg.layout_log(model, dg.NARROW)
     t_ms = int(view.get("t_ms", 0))
@@ -542,6 +656,28 @@ def diagram(
     out["summary"] = summary_sentence(timeline, states, topic)
     out["description"] = describe(timeline, view, states, consumers, groups, received, model, topic)
     return out
+
+
+def _transaction_cells(row: dict[str, Any], snap: dict[str, Any] | None, st: dict[str, Any],
+                       transactional: bool) -> None:
+    """Scene 08: colour markers, aborted and undecided records (app/eos.py), name a marker C or A,
+    and, when a producer has a transactional.id, mark the last stable offset (LSO; HW=LSO when
+    they meet: without transactions the two are always the same, so it is not drawn)."""
+    by_offset = {int(e["offset"]): e for e in st["log"]}
+    for cell in row["cells_model"]:
+        entry = by_offset.get(cell["offset"])
+        how = eos.cell_class(snap, entry) if entry is not None else None
+        if how is None:
+            continue
+        cell["epoch_class"], phrase = how
+        if entry.get("control"):
+            # a mark, not a letter: a marker drawn "C" or "A" read as the records c and a
+            cell["record"] = "C✓" if entry["control"] == "COMMIT" else "A✗"
+        cell["title"] += f"; {phrase}"
+    lso = ((snap or {}).get("partition") or {}).get("lso")
+    if transactional and lso is not None and row.get("markers"):
+        row["markers"]["lso"] = int(lso)
+        row["markers"]["hw_text"] = "HW=LSO" if int(lso) == st["hw"] else "HW"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -619,7 +755,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
              groups: dict[str, Any], received: dict[str, list[dict[str, Any]]], model: dict[str, Any],
              topic: str) -> list[str]:
     lines = [summary_sentence(timeline, states, topic)]
-    producer = model["producer"]["lines"]
+    counters = model["producer"].get("counters") or []
+    producer = [x for x in model["producer"]["lines"] if x not in counters]
     flight = [x for x in producer if not x.startswith(("metadata:", "no key:"))]
     head = [x.replace("metadata:", "its metadata shows").replace("no key: sticks to", "records without a key "
                                                                       "stick to")
@@ -627,6 +764,10 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
             for x in producer if x.startswith(("metadata:", "no key:"))]
     said = "nothing in flight" if flight == ["no request in flight"] else "in flight " + "; ".join(flight)
     lines.append("Producer: " + "; ".join(head + [said]) + ".")
+    if counters:  # scene 08: producer ids, epochs, sequences; what leaders and the coordinator hold
+        lines.append("Producer processes: " + "; ".join(x.replace("✖ ", "dead: ") for x in counters) + ".")
+        if model.get("counter_badges"):
+            lines.append("Brokers remember: " + "; ".join(model["counter_badges"]) + ".")
     for cid in sorted(consumers):
         c = consumers[cid]
         status = consumer_status(c)
@@ -672,6 +813,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
                     else f"Offset {gone['first']}")
             text += (f" {span} deleted ({', '.join(str(e.get('record')) for e in deleted)} are gone)"
                      if len(deleted) > 1 else f" {span} deleted ({deleted[0].get('record')} is gone)") + "."
+        if row["markers"] and row["markers"].get("lso") is not None:
+            text += f" Last stable offset {row['markers']['lso']}."
         if row["segments"]:
             text += " Segments: " + _segments_text(row) + "."
         marks = [m["text"] for lane in row["lanes"] for m in lane["markers"]]

@@ -24,7 +24,7 @@ from typing import Any
 import bm25s
 from bm25s.stopwords import STOPWORDS_EN
 
-from app import ledger
+from app import eos, ledger
 from app.formats import clock, sim_time
 from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
@@ -1589,3 +1589,235 @@ LIVE["live_retention_size"] = live_retention_size
 LIVE["live_fell_behind"] = live_fell_behind
 LIVE["live_producer_metadata"] = live_producer_metadata
 LIVE["live_sticky"] = live_sticky
+
+
+# --------------------------------------------------------------------------------------------
+# live answers for scene 05a (log compaction): each reads the partition at the current step (its
+# log with the cleaner's gaps and tombstones, its segments and cleaner point) and the cleaner's
+# steps so far; the numbers the cleaner decides on (the dirty ratio) are the engine's, quoted
+# from its steps, never worked out here
+
+
+def _compacted_partition(result: dict[str, Any]) -> dict[str, Any] | None:
+    states = _existing_states(result)
+    return states[0] if len(states) == 1 else None
+
+
+def _entry_text(entry: dict[str, Any]) -> str:
+    from app.logdiagram import TOMBSTONE_TEXT, is_tombstone
+
+    value = TOMBSTONE_TEXT if is_tombstone(entry) else str(entry.get("record"))
+    return f"{entry.get('key')}={value}"
+
+
+def _kept_entries(st: dict[str, Any]) -> list[dict[str, Any]]:
+    return [e for e in st["log"] if st["log_start"] <= int(e["offset"]) < st["leo"]]
+
+
+def _cleaner_steps(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for s in _steps_so_far(result) if str(s.get("kind", "")).startswith("cleaner_")]
+
+
+def live_keys_in_log(result: dict[str, Any]) -> str | None:
+    st = _compacted_partition(result)
+    if st is None:
+        return None
+    entries = [e for e in _kept_entries(st) if e.get("key") is not None]
+    if not entries:
+        return "At this step the partition holds no keyed record yet."
+    offsets: dict[str, list[int]] = {}
+    for e in entries:
+        offsets.setdefault(str(e["key"]), []).append(int(e["offset"]))
+    twice = [f"{k} {len(o)} times (offsets {', '.join(map(str, o))})"
+             for k, o in offsets.items() if len(o) > 1]
+    n, keys = len(entries), len(offsets)
+    text = f"At this step P{st['number']} holds {n} record{'s' * (n != 1)} for {keys} key{'s' * (keys != 1)}"
+    if twice:
+        return text + f": {'; '.join(twice[:3])}. A reader applies them in order and the later one wins."
+    return text + ": exactly one per key right now, which will last only until a key is written again."
+
+
+def live_dirty_ratio(result: dict[str, Any]) -> str | None:
+    st = _compacted_partition(result)
+    if st is None or not st["segments"]:
+        return None
+    active = int(st["segments"][-1]["base_offset"])
+    point = st.get("cleaner_point")
+    where = (f"the cleaner point is {point} and the active segment, which is never cleaned, starts at "
+             f"{active}" if point is not None else f"the active segment, never cleaned, starts at {active}")
+    told = [s for s in _cleaner_steps(result) if s.get("kind") in ("cleaner_check", "cleaner_offset_map")]
+    if not told:
+        return (f"In your run no check has looked at a rolled segment yet (the cleaner checks every "
+                f"log.cleaner.backoff.ms); {where}.")
+    last = told[-1]
+    ratio = float(last.get("ratio") or 0.0)
+    verdict = ("so it cleaned" if last.get("kind") == "cleaner_offset_map"
+               else "not above the minimum, so it did not clean")
+    return (f"The cleaner's last check in your run, at {clock(int(last['t_ms']))}, found a dirty ratio of "
+            f"{ratio:.2f}, {verdict}; now {where}.")
+
+
+def live_tombstones(result: dict[str, Any]) -> str | None:
+    from app.logdiagram import horizons_so_far, is_tombstone
+
+    st = _compacted_partition(result)
+    if st is None:
+        return None
+    horizons = horizons_so_far(_steps_so_far(result))
+    here = [e for e in _kept_entries(st) if is_tombstone(e)]
+    gone = [int(o) for s in _cleaner_steps(result) if s.get("kind") == "cleaner_tombstone_expired"
+            for o in s.get("removed") or []]
+    parts = []
+    for e in here[:3]:
+        horizon = horizons.get((st["number"], int(e["offset"])))
+        when = (f", kept by every pass until {clock(int(horizon))}, its delete horizon" if horizon is not None
+                else ", not yet stamped with a delete horizon (no pass has kept it yet)")
+        parts.append(f"the tombstone for {e.get('key')} at offset {e['offset']} is in the log{when}")
+    if gone:
+        parts.append(f"a pass after the horizon removed the tombstone{'s' * (len(gone) > 1)} at "
+                     f"{', '.join(map(str, gone))}")
+    if not parts:
+        return "In your run no key has been deleted yet: there is no tombstone in the log."
+    text = "; ".join(parts)
+    return f"In your run {text}."
+
+
+def _as_timeline(result: dict[str, Any]) -> Any:
+    """The few fields app.challenges reads from a timeline, from a live answer's context."""
+    from types import SimpleNamespace
+
+    steps = _steps_so_far(result)
+    return SimpleNamespace(scenario=result.get("scenario") or {}, result=result, steps=steps,
+                           step=len(steps), view=_state(result))
+
+
+def live_readers_vs_tombstones(result: dict[str, Any]) -> str | None:
+    from app.challenges import miss_delete
+
+    _met, said = miss_delete(_as_timeline(result))
+    return "In your run " + said.rstrip(".") + "."
+
+
+def live_log_gaps(result: dict[str, Any]) -> str | None:
+    from app.logdiagram import cleaned_runs
+
+    st = _compacted_partition(result)
+    if st is None:
+        return None
+    runs = cleaned_runs(st)
+    point = st.get("cleaner_point")
+    where = (f"; the clean section ends at the cleaner point, {point}, and the dirty section runs from there "
+             f"to the log end offset {st['leo']}" if point is not None and point > st["log_start"] else
+             "; no pass has cleaned anything yet, so all of it is the dirty section")
+    if not runs:
+        return (f"At this step P{st['number']} has no gap: offsets {st['log_start']} to {st['leo'] - 1} are "
+                f"all there{where}.")
+    spans = [f"{r['first']}-{r['last']}" if r["last"] > r["first"] else str(r["first"]) for r in runs]
+    gaps = "a gap" if len(spans) == 1 else "gaps"
+    return (f"At this step P{st['number']} still starts at offset {st['log_start']}, with {gaps} at "
+            f"{', '.join(spans[:5])}: a fetch there returns the next record left{where}.")
+
+
+def live_table(result: dict[str, Any]) -> str | None:
+    from app.logdiagram import is_tombstone
+
+    st = _compacted_partition(result)
+    if st is None:
+        return None
+    table: dict[str, str] = {}
+    entries = [e for e in _kept_entries(st) if e.get("key") is not None and int(e["offset"]) < st["hw"]]
+    for e in entries:
+        if is_tombstone(e):
+            table.pop(str(e["key"]), None)
+        else:
+            table[str(e["key"])] = str(e.get("record"))
+    if not entries:
+        return "At this step there is nothing to read yet, so a rebuilt table would be empty."
+    rows = ", ".join(f"{k}={v}" for k, v in sorted(table.items())) or "nothing"
+    n = len(entries)
+    return (f"A reader starting at offset 0 now reads {n} record{'s' * (n != 1)} and ends with {rows}: "
+            "the same table the full history gives.")
+
+
+LIVE["live_keys_in_log"] = live_keys_in_log
+LIVE["live_dirty_ratio"] = live_dirty_ratio
+LIVE["live_tombstones"] = live_tombstones
+LIVE["live_readers_vs_tombstones"] = live_readers_vs_tombstones
+LIVE["live_log_gaps"] = live_log_gaps
+LIVE["live_table"] = live_table
+# live answers for scene 08 (exactly-once): producer ids, epochs and sequences, what each leader
+# remembers, and the duplicates ledger, all at the moment described (app/eos.py reads them)
+
+
+def _partition_snaps(result: dict[str, Any]) -> list[dict[str, Any] | None]:
+    from app.logdiagram import partition_views
+
+    view = result.get("view")
+    return partition_views(view) if isinstance(view, dict) else list(_snapshots(result))
+
+
+def live_producer_ids(result: dict[str, Any]) -> str | None:
+    rows = eos.sessions(_partition_snaps(result))
+    if not rows:
+        return ("No producer in your run has numbered a batch so far: without idempotence a producer has no "
+                "producer id and sends no sequence numbers.")
+    parts = []
+    for r in rows[:3]:
+        nxt = ", ".join(f"{n} for P{p}" for p, n in sorted(r["next"].items()))
+        life = "" if r["alive"] else " (that process has died)"
+        parts.append(f"{r['producer']} has producer id {r['producer_id']}, epoch {r['epoch']}, and will "
+                     f"give its next batch sequence {nxt}{life}")
+    text = "In your run " + "; ".join(parts) + "."
+    if len({r["producer_id"] for r in rows}) > 1 and len({r["producer"] for r in rows}) < len(rows):
+        text += " A restart gave the same producer a new id, so the leader cannot match the two processes."
+    return text
+
+
+def live_leader_sequences(result: dict[str, Any]) -> str | None:
+    parts = []
+    for p, snap in enumerate(_partition_snaps(result)):
+        for r in eos.remembered(snap)[:3]:
+            ranges = ", ".join(f"{a}-{b}" if b > a else str(a) for a, b, _c, _d in r["batches"])
+            parts.append(f"P{p}'s leader remembers producer id {r['producer_id']} at epoch {r['epoch']}, "
+                         f"last sequence {r['last_sequence']} (batches {ranges})")
+    if not parts:
+        return ("No leader in your run holds a batch with a producer id yet, so none has anything to "
+                "compare a retry with.")
+    return "In your run " + "; ".join(parts[:4]) + "."
+
+
+def live_duplicates(result: dict[str, Any]) -> str | None:
+    dups = eos.duplicates(_partition_snaps(result))
+    steps = _steps_so_far(result)
+    deduped = sum(1 for s in steps if s.get("kind") == "leader_dedupe_idempotent")
+    retries = sum(1 for s in steps if s.get("kind") == "producer_retry")
+    if dups:
+        return f"In your run the log now holds {_records(dups)} twice, a duplicate from a retry."
+    if deduped:
+        return (f"In your run a leader recognised {deduped} retried batch{'es' if deduped != 1 else ''} and "
+                "answered with the original offsets: no record is in the log twice.")
+    if retries:
+        return "In your run a batch was retried, and no record is in the log twice."
+    return "In your run nothing has been retried so far, and no record is in the log twice."
+
+
+def live_transactions(result: dict[str, Any]) -> str | None:
+    state = _state(result)
+    txns = state.get("transactions") or {}
+    parts = [f"the coordinator B{m['coordinator']} has {tid} at producer id {m['producer_id']}, epoch "
+             f"{m['epoch']}, state {m['state']}" for tid, m in sorted(txns.items())]
+    for p, snap in enumerate(_partition_snaps(result)):
+        part = (snap or {}).get("partition") or {}
+        if part.get("lso") is not None:
+            lso, hw = int(part["lso"]), int(part.get("hw") or 0)
+            held = " (read_committed readers wait there)" if lso < hw else ""
+            parts.append(f"P{p}'s last stable offset is {lso} and its high watermark {hw}{held}")
+    if not txns:
+        parts.insert(0, "no producer has a transactional.id, so nothing is transactional")
+    return "In your run " + "; ".join(parts[:4]) + "."
+
+
+LIVE["live_transactions"] = live_transactions
+LIVE["live_producer_ids"] = live_producer_ids
+LIVE["live_leader_sequences"] = live_leader_sequences
+LIVE["live_duplicates"] = live_duplicates

@@ -48,6 +48,11 @@ KIP_PAGES: dict[int, str] = {
     926: "KIP-926%3A+introducing+acks%3Dmin.insync.replicas+config",
     966: "KIP-966%3A+Eligible+Leader+Replicas",
     1030: "KIP-1030%3A+Change+constraints+and+default+values+for+various+configurations",
+    # scene 08
+    98: "KIP-98+-+Exactly+Once+Delivery+and+Transactional+Messaging",
+    360: "KIP-360%3A+Improve+reliability+of+idempotent%2Ftransactional+producer",
+    447: "KIP-447%3A+Producer+scalability+for+exactly+once+semantics",
+    890: "KIP-890%3A+Transactions+Server-Side+Defense",
 }
 JIRA_URL = "https://issues.apache.org/jira/browse/"
 _DOCS = "https://kafka.apache.org/documentation/"
@@ -122,6 +127,18 @@ _SOURCE_PATHS = (
     "storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java",
     "clients/src/main/java/org/apache/kafka/clients/Metadata.java",
     "clients/src/main/java/org/apache/kafka/clients/producer/internals/RecordAccumulator.java",
+    # log compaction (scene 05a)
+    "core/src/main/scala/kafka/log/LogCleaner.scala",
+    "core/src/main/scala/kafka/log/LogCleanerManager.scala",
+    "clients/src/main/java/org/apache/kafka/common/record/MemoryRecords.java",
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/LogValidator.java",
+    # idempotence and transactions (scene 08)
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java",
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerStateEntry.java",
+    "storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerStateManager.java",
+    "clients/src/main/java/org/apache/kafka/common/record/DefaultRecordBatch.java",
+    "core/src/main/scala/kafka/coordinator/transaction/TransactionCoordinator.scala",
+    "core/src/main/scala/kafka/coordinator/transaction/TransactionMetadata.scala",
 )
 SOURCE_FILES: dict[str, str] = {path.rsplit("/", 1)[1]: path for path in _SOURCE_PATHS}
 

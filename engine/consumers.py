@@ -718,7 +718,7 @@ class Clients:
             narrator.count_step()
             return
         n = len(got)
-        shown = [f"P{p}:{off} {'null' if rec is None else rec}" for p, off, (_e, rec, _b) in got[:6]]
+        shown = [f"P{p}:{off} {'a tombstone' if rec is None else rec}" for p, off, (_e, rec, _b) in got[:6]]
         listed = ", ".join(shown) + (f", ... ({n} records)" if n > 6 else "")
         moved = ", ".join(f"P{p} -> {c.position[p]}" for p in sorted({g[0] for g in got}))
         self.step(

@@ -269,9 +269,19 @@ def _fmt_offsets(first: int, last: int) -> str:
     return f"offset {first}" if first == last else f"offsets {first}-{last}"
 
 
+TOMBSTONE = "\u2205"  # how a tombstone (a null value, engine/compaction.py) is written for a learner
+
+
+def record_label(record: str | None) -> str:
+    """A record as a caption names it: a tombstone has no value, so it shows as the empty-set sign."""
+    return TOMBSTONE if record is None else record
+
+
 def _fmt_records(records: list[str], limit: int = 6) -> str:
-    if None in records:  # a tombstone's value is null (engine/compaction.py)
-        records = ["null" if r is None else r for r in records]
+    if None in records:
+        if len(records) == 1:
+            return "a tombstone"
+        records = [record_label(r) for r in records]
     if len(records) <= limit:
         return ", ".join(records)
     return ", ".join(records[:limit]) + f", ... ({len(records)} records)"

@@ -16,14 +16,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-KnobValue = str | int | bool
+KnobValue = str | int | bool | float
 
 # The dotted paths a knob may set. The first segment names the scenario section; the rest is the
 # real Kafka config key, which itself contains dots (`topic.min.insync.replicas` sets
-# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` is
-# the one list section: `consumers.auto.offset.reset` writes the key into every consumer.
-KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers")
-LIST_SECTIONS = ("consumers",)
+# scenario["topic"]["min.insync.replicas"]). `kafka_version` is a top-level field. `consumers` and
+# `producers` are list sections: `consumers.auto.offset.reset` writes the key into every consumer,
+# `producers.enable.idempotence` into every producer process (scene 08 names its producers).
+KNOB_TARGET_SECTIONS = ("producer", "topic", "controller", "timing", "consumers", "producers")
+LIST_SECTIONS = ("consumers", "producers")
 TOP_LEVEL_TARGETS = ("kafka_version", "seed")
 
 
@@ -69,8 +70,9 @@ def apply_knobs(scenario: dict[str, Any], values: dict[str, tuple[str, KnobValue
 class Knob(_Strict):
     key: str  # the real Kafka config key; also the URL query parameter
     label: str
-    kind: Literal["choice", "int", "bool"]
-    choices: list[str] | None = None
+    # "float": a number picked from `choices` (min.cleanable.dirty.ratio), shown as a list
+    kind: Literal["choice", "int", "bool", "float"]
+    choices: list[str] | list[float] | None = None
     min: int | None = None
     max: int | None = None
     default: KnobValue
@@ -89,11 +91,14 @@ class Knob(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Knob:
-        if self.kind == "choice":
+        if self.kind in ("choice", "float"):
             if not self.choices:
-                raise ValueError(f"choice knob {self.key} needs choices")
+                raise ValueError(f"{self.kind} knob {self.key} needs choices")
             if self.min is not None or self.max is not None:
-                raise ValueError(f"choice knob {self.key} takes no min/max")
+                raise ValueError(f"{self.kind} knob {self.key} takes no min/max")
+            if any(isinstance(c, str) for c in self.choices) != (self.kind == "choice"):
+                raise ValueError(f"{self.kind} knob {self.key}: its choices must be "
+                                 + ("words" if self.kind == "choice" else "numbers"))
         elif self.choices is not None:
             raise ValueError(f"{self.kind} knob {self.key} takes no choices")
         if self.kind == "int":
@@ -109,6 +114,12 @@ class Knob(_Strict):
         if self.kind == "choice":
             if not isinstance(value, str) or value not in (self.choices or []):
                 raise ValueError(f"{self.key} must be one of {', '.join(self.choices or [])} (got {value!r})")
+        elif self.kind == "float":
+            number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+            if number is None or float(number) not in (self.choices or []):
+                raise ValueError(f"{self.key} must be one of {', '.join(map(str, self.choices or []))} "
+                                 f"(got {value!r})")
+            return float(number)
         elif self.kind == "int":
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"{self.key} must be a whole number (got {value!r})")
@@ -123,9 +134,14 @@ class Knob(_Strict):
         if not isinstance(raw, str):
             return self.check(raw)
         text = raw.strip()[:40]
-        if self.kind == "int":
+        if self.kind == "float":
             try:
-                value: KnobValue = int(text)
+                value: KnobValue = float(text)
+            except ValueError:
+                raise ValueError(f"{self.key} must be a number (got {text!r})") from None
+        elif self.kind == "int":
+            try:
+                value = int(text)
             except ValueError:
                 raise ValueError(f"{self.key} must be a whole number (got {text!r})") from None
         elif self.kind == "bool":
@@ -291,8 +307,15 @@ class QA(_Strict):
 #                          in three different partitions
 #   fan_out                every record appended is received by consumers of two or more groups,
 #                          one of which first subscribed after the last record was appended
+#   duplicate_then_dedupe  the log holds a record twice (the engine's duplicates ledger); second
+#                          part: a batch was sent again after it was written, and the log holds
+#                          one copy of everything
 ChallengeGoal = Literal["lose_acked_write", "read_before_subscribe", "spread_keys", "fan_out", "skip_records",
-                        "hot_partition"]
+                        "hot_partition",
+                        # scene 05a: a reader read past a tombstone that compaction removed first
+                        "miss_delete",
+                        # scene 08: a duplicate, then made impossible
+                        "duplicate_then_dedupe"]
 
 
 class Challenge(_Strict):
@@ -426,10 +449,40 @@ class Scene(_Strict):
         scenario = apply_knobs(self.base_scenario, {k: (self.knob(k).target, v) for k, v in explicit.items()
                                                     if self.knob_applies(k, values)})
         if actions is not None:
-            scenario["actions"] = copy.deepcopy(actions)
+            scenario["actions"] = contract_actions(actions)
         else:
-            scenario["actions"] = copy.deepcopy(beat.actions) if beat is not None else []
+            scenario["actions"] = contract_actions(beat.actions) if beat is not None else []
+        return transactions_as_configured(scenario)
+
+
+# the calls of Kafka's transactional producer API (contract part 2)
+TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction")
+
+
+def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:
+    """Scene 08's application code calls the transactional API only when its producer has a
+    transactional.id, as an application that reads it from its configuration would: the beats are
+    written with init/begin/commit/abort, and a producer process without a transactional.id (the
+    knob off) makes the same sends without them. Scenarios that do not name their producer
+    processes (`producers`) are returned as they are."""
+    producers = scenario.get("producers")
+    if not producers:
         return scenario
+    transactional = {p.get("id") for p in producers if p.get("transactional.id") is not None}
+    scenario["actions"] = [a for a in scenario.get("actions") or []
+                           if a.get("do") not in TRANSACTION_CALLS or a.get("producer") in transactional]
+    return scenario
+
+
+def contract_actions(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A deep copy of `actions` in the contract's words. TOML has no null, so scene data writes a
+    tombstone (a keyed record with a null value, scene 05a) as `tombstone = true` on a produce
+    instead of `records = [null]`; the engine only ever sees the contract's spelling."""
+    out = copy.deepcopy(actions)
+    for action in out:
+        if action.get("do") == "produce" and action.pop("tombstone", False):
+            action["records"] = [None]
+    return out
 
 
 def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

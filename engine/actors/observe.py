@@ -18,6 +18,19 @@ from ..state import (
 from ..transactions import last_stable_offset, log_view
 
 
+def duplicates(records: Any) -> list[str]:
+    """The ledger's duplicates: each record a log holds more than once, in first-seen order
+    (records are unique names in a scenario, so a second copy can only come from a retry)."""
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r] = counts.get(r, 0) + 1
+    return [r for r, n in counts.items() if n > 1]
+
+
+# the batches a partition leader remembers per producer id (ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
+BATCHES_REMEMBERED = 5
+
+
 class ObserveRole:
     def shift_clocks(self, delta: int) -> None:
         """Move the times a quiet partition compares its housekeeping with by `delta` (see
@@ -173,13 +186,24 @@ class ObserveRole:
                 "failed": list(self.failed_records),
                 "sent": list(self.sent_records),
                 "lost": lost,
+                "duplicates": duplicates(r for _off, r in self.data_entries(leader_b))
+                if leader_b is not None else [],
             },
         }
         if self.part2:
             part["log_start_offset"] = self.log_start_offset()
             part["segments"] = self.leader_segments()
+            # the three counters of exactly-once (scene 08): what the leader remembers per producer
+            # id, and each producer session's epoch and next sequence here
+            part["producer_state"] = self.producer_state(leader_b) if leader_b is not None else []
+            out["producer"]["sequences"] = self.producer_sequences()
             part["lso"] = last_stable_offset(self)
             part["cleaner_point"] = self.cleaner_point()
+            if self.has_txn and leader_b is not None:  # scene 08: which records are aborted or undecided
+                part["aborted"] = sorted(log_view(self, leader_b).aborted)
+                part["undecided"] = self.undecided(leader_b)
+            if self.txn is not None:
+                out["producer"]["instances"] = self.producer_instances()
         if self.has_txn:  # transactions: which log entries are markers
             for bid, shown in zip(sorted(self.brokers), brokers.values(), strict=True):
                 log = self.brokers[bid].log
@@ -360,20 +384,11 @@ class ObserveRole:
                 acked.extend(r for r in b.records if r is not None)  # a tombstone has no name
         if c.leader != NO_LEADER:
             L = self.brokers[c.leader]
-            batches = self.batches
-            # data records only: a transaction marker is no record, a tombstone has no name
-            data = [
-                (off, r)
-                for off, (_e, r, x) in enumerate(L.log)
-                if r is not None and (x < 0 or batches[x].control is None)
-            ]
+            data = self.data_entries(L)
             leader_records = [r for _off, r in data]
             lost = self.lost_acked(acked)
             visible = [r for off, r in data if off < L.hw]
-            counts: dict[str, int] = {}
-            for r in leader_records:
-                counts[r] = counts.get(r, 0) + 1
-            dups = [r for r, n in counts.items() if n > 1]
+            dups = duplicates(leader_records)
         else:
             lost, visible, dups = [], [], []
         out = {
@@ -402,3 +417,79 @@ class ObserveRole:
         if self.views is not None:
             out["views"] = self.views
         return out
+
+    # -------------------------------------------------------------------------------------------
+    # producer ids, epochs and sequences as the view shows them (scene 08)
+
+    def producer_state(self, br: Any) -> list[dict[str, Any]]:
+        """What broker `br` remembers about each producer id from its log (ProducerStateManager,
+        rebuilt the same way on a follower), in producer id order: the epoch and last sequence
+        the leader checks a batch against (the leader's own rule, `_last_sequence`: a marker at a
+        higher epoch moves the epoch and clears the sequence, shown as -1), and the ranges of its
+        last BATCHES_REMEMBERED batches at that epoch (first and last sequence, first and last
+        offset), oldest first. Producers without idempotence (no id) leave nothing."""
+        pids: dict[int, None] = {}
+        for _e, _r, bidx in br.log:
+            if bidx >= 0:
+                b = self.batches[bidx]
+                if b.seq >= 0 or b.control is not None:
+                    pids[b.session.pid] = None
+        out = []
+        for pid in sorted(pids):
+            epoch, last = self._last_sequence(br, pid)
+            batches: list[list[int]] = []
+            seen: set[int] = set()
+            for off in range(len(br.log) - 1, -1, -1):
+                bidx = br.log[off][2]
+                if bidx < 0 or bidx in seen or len(batches) == BATCHES_REMEMBERED:
+                    continue
+                seen.add(bidx)
+                b = self.batches[bidx]
+                if b.seq >= 0 and b.session.pid == pid and b.pepoch == epoch:
+                    first, end = br.batch_offsets[bidx]
+                    batches.insert(0, [b.seq, b.seq + end - first, first, end])
+            out.append({"producer_id": pid, "epoch": epoch, "last_sequence": last, "batches": batches})
+        return out
+
+    def producer_sequences(self) -> list[dict[str, Any]]:
+        """Each idempotent producer session that has numbered batches for this partition: its id,
+        producer id, epoch and the next sequence it will give a batch here, in the order the
+        sessions started (a restarted producer shows its old session too, no longer alive)."""
+        return [
+            {"producer": s.id, "producer_id": s.pid, "epoch": st[0], "next_sequence": st[1], "alive": s.alive,
+             "started_ms": s.started_ms}
+            for s, st in sorted(self.sequences.items(), key=lambda kv: (kv[0].started_ms, kv[0].pid))
+        ]
+
+    def data_entries(self, br: Any) -> list[tuple[int, str]]:
+        """(offset, record) of the data records in `br`'s log: a transaction marker is no record,
+        a tombstone has no name (the ledger's records)."""
+        batches = self.batches
+        return [(off, r) for off, (_e, r, x) in enumerate(br.log)
+                if r is not None and (x < 0 or batches[x].control is None)]
+
+    def undecided(self, br: Any) -> list[int]:
+        """Offsets of transactional records in `br`'s log whose transaction has no marker there
+        yet (open, or decided with its markers still on the way)."""
+        waiting: dict[int, list[int]] = {}
+        for off, (_e, _r, bidx) in enumerate(br.log):
+            if bidx < 0:
+                continue
+            b = self.batches[bidx]
+            if b.control is not None:
+                waiting.pop(b.session.pid, None)
+            elif b.txn:
+                waiting.setdefault(b.session.pid, []).append(off)
+        return sorted(off for offs in waiting.values() for off in offs)
+
+    def producer_instances(self) -> list[dict[str, Any]]:
+        """Each transactional producer instance (one process of a transactional.id): its producer
+        id and the epoch it holds, its transaction manager's state, and whether the coordinator
+        has fenced it (handed its transactional.id a higher epoch), in the order they started."""
+        txn = self.txn
+        return [
+            {"producer": s.id, "transactional_id": s.config.transactional_id, "producer_id": s.pid,
+             "epoch": s.epoch, "state": ct.state, "fenced": txn.fenced(s), "alive": s.alive,
+             "started_ms": s.started_ms}
+            for s, ct in sorted(txn.clients.items(), key=lambda kv: (kv[0].started_ms, kv[0].id))
+        ]

@@ -33,7 +33,8 @@ def judge(
     """The scene's challenge verdict on a beat's run at `step` (default: the end)."""
     r = replay(scene, beat_id, overrides)
     step = len(r["steps"]) if step is None else step
-    timeline = SimpleNamespace(steps=r["steps"], step=step, view=r["views"][step], scenario=r["scenario"])
+    timeline = SimpleNamespace(steps=r["steps"], step=step, view=r["views"][step], scenario=r["scenario"],
+                               result=r)
     return challenges.judge(scene.challenge.goal, timeline)
 
 
@@ -49,6 +50,12 @@ def polled(result: dict[str, Any], consumer: str) -> list[list[str]]:
 def log(result: dict[str, Any], partition: int = 0) -> list[tuple[int, str | None, str]]:
     """The partition's log at the end as (offset, key, record)."""
     return [(e["offset"], e["key"], e["record"]) for e in result["partitions"][partition]["log"]]
+
+
+def segments_at(result: dict[str, Any], step: int) -> list[tuple[int, int, int]]:
+    """The partition's segments after `step` steps as (base offset, next offset, bytes)."""
+    part = result["views"][step]["partition"]
+    return [(s["base_offset"], s["next_offset"], s["bytes"]) for s in part["segments"]]
 
 
 def position_at(result: dict[str, Any], step: int, consumer: str) -> dict[str, int]:

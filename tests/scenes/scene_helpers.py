@@ -138,7 +138,7 @@ def _all_values(knob: Knob, most: int = MAX_VALUES_TRIED) -> list:
     """The values a test tries for a knob: every choice, both booleans, every value of an int knob's
     control (its step), or for a range of more than `most` values a sample (every SAMPLE_EVERY-th
     value) that keeps the ends and the default."""
-    if knob.kind == "choice":
+    if knob.kind in ("choice", "float"):
         return list(knob.choices or [])
     if knob.kind == "bool":
         return [False, True]

@@ -42,7 +42,7 @@ PROPOSAL_LABEL_RE = re.compile(r"^(Proposal, not Kafka|Not Kafka)\b")
 # pseudocode lines that execute a step kind and cite no source (the rest must cite the engine's file)
 LINES_MAY_OMIT_THE_SOURCE = {"05", "06"}
 # challenge goals about what consumers read, which need a scene with consumers
-READER_GOALS = ("read_before_subscribe", "fan_out", "skip_records")
+READER_GOALS = ("read_before_subscribe", "fan_out", "skip_records", "miss_delete")
 # scenes whose beats focus on step kinds their pseudocode does not show (04a's show the produce path
 # around the controller; 05's include an operator step); elsewhere a focus kind needs a line
 FOCUS_MAY_LACK_A_LINE = {"04a", "05"}

@@ -8,7 +8,7 @@ every scene passes are in test_every_built_scene.py."""
 from __future__ import annotations
 
 import pytest
-from reader_helpers import judge, log, polled, position_at, received, replay, step_index
+from reader_helpers import judge, log, polled, position_at, received, replay, segments_at, step_index
 from scene_helpers import ask_live
 
 from engine.offsets import offsets_partition_for
@@ -22,11 +22,6 @@ HOUR = 3_600_000
 @pytest.fixture(scope="module")
 def s02a() -> Scene:
     return load_scene("02a")
-
-
-def segments_at(r, step: int) -> list[tuple[int, int, int]]:
-    part = r["views"][step]["partition"]
-    return [(s["base_offset"], s["next_offset"], s["bytes"]) for s in part["segments"]]
 
 
 def log_start_at(r, step: int) -> int:

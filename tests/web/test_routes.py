@@ -220,7 +220,7 @@ def test_step_beyond_the_end_clamps_with_a_note(client):
     assert "step=5000 is past the end of this timeline; showing its last step" in notes(r.text)
 
 
-@pytest.mark.parametrize("url", ["/scenes/99", "/scenes/05a", "/embed/zz", "/nowhere"])
+@pytest.mark.parametrize("url", ["/scenes/99", "/scenes/09", "/embed/zz", "/nowhere"])
 def test_unknown_or_unbuilt_scene_is_a_404_page(client, url):
     r = client.get(url)
     assert r.status_code == 404 and r.template.name == "error.html"

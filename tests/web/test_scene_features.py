@@ -162,7 +162,7 @@ def test_knob_range_controls_honour_the_knob_step(client):
 
 def test_scene_05_goes_deeper_and_the_course_continues(client):
     course = client.get("/scenes/05").context["course"]
-    assert course["prev"]["id"] == "04a" and course["next"]["id"] == "06"
+    assert course["prev"]["id"] == "04a" and course["next"]["id"] == "05a"
     built = {s.id for s in scenes.list_scenes() if s.built}
     assert [d["id"] for d in course["deeper"] if d["url"]] == [
         d for d in presenters.RELATED_DEEP_DIVES["05"] if d in built
