@@ -10,11 +10,15 @@
     time the idle skips covered.
 (d) Twelve partitions on one clock with three consumers (issue 10): keyed produces with settle,
     each consumer polling its four partitions: engine events per second (target >= 200,000).
-(e) Log compaction (issue 12): a compacted topic on RF=3, 200 keys updated one record every 90 s
+(e) A consumer group (issue 12): ten poll-loop members on twelve partitions under keyed
+    traffic, then a rolling restart (each member closed, restarted and settled in turn), once
+    eager (range) and once cooperative (cooperative-sticky): events per second, wall time,
+    rebalances and the members' summed downtime.
+(f) Log compaction (issue 12): a compacted topic on RF=3, 200 keys updated one record every 90 s
     for about five simulated days (every 50th update a tombstone), 100-record segments, the
     cleaner on its 15 s grid: cleaner passes, events per second and wall time.
 
-Run: python bench/engine.py [--produces N] [--repeats N]
+Run: python bench/engine.py [--produces N] [--repeats N] [--only a|b|c|d|e|f]
 """
 
 from __future__ import annotations
@@ -150,13 +154,48 @@ def bench_compaction(updates: int) -> None:
     p0 = r["partitions"][0]
     tombstones = sum(1 for e in p0["log"] if e["record"] is None)
     print(
-        f"(e) compaction, RF=3: {updates} keyed updates over {clock.now / DAY:.1f} simulated days "
+        f"(f) compaction, RF=3: {updates} keyed updates over {clock.now / DAY:.1f} simulated days "
         f"({len(actions)} actions): {passes} cleaner passes (3 replicas), {clock.events:,} events in "
         f"{wall:.3f} s = {clock.events / wall:,.0f} events/s; log {len(p0['log'])} records "
         f"({tombstones} tombstones) in {len(p0['segments'])} segments, cleaner point {p0['cleaner_point']}, "
         f"LEO {p0['leo']}; the same traffic on a delete topic: {base_clock.events:,} events in "
         f"{base_wall:.3f} s"
     )
+def bench_group_rolling_restart(rounds: int) -> None:
+    ids = [f"c{i}" for i in range(10)]
+    for strategy in (["range"], ["cooperative-sticky"]):
+        consumers = [
+            {"id": c, "group.id": "g", "auto.offset.reset": "earliest", "loop_ms": 100,
+             "partition.assignment.strategy": strategy}
+            for c in ids
+        ]  # fmt: skip
+        actions: list[dict] = [{"do": "subscribe", "consumer": c} for c in ids] + [{"do": "settle"}]
+        n = 0
+        for c in ids:
+            for _ in range(rounds):
+                actions.append({"do": "produce", "records": [f"r{n}"], "key": f"user-{n % 48}"})
+                n += 1
+            actions += [
+                {"do": "settle"},
+                {"do": "shutdown", "consumer": c},
+                {"do": "settle"},
+                {"do": "restart", "consumer": c},
+                {"do": "subscribe", "consumer": c},
+                {"do": "settle"},
+            ]
+        topic = {"replication.factor": 3, "partitions": 12}
+        r, clock, wall = run_counting({"topic": topic, "consumers": consumers, "actions": actions})
+        g = r["groups"]["g"]
+        formed = g["history"][0]["t_ms"]  # downtime from the group's first generation on
+        spans = [d for c in r["consumers"].values() for d in c["downtime"]]
+        down = sum(max(0, d["to_ms"] - max(d["from_ms"], formed)) for d in spans)
+        got = sum(len(c["received"]) for c in r["consumers"].values())
+        print(
+            f"(e) group of 10 on 12 partitions, {strategy[0]}, rolling restart, {n} keyed records: "
+            f"{clock.events:,} events in {wall:.3f} s = {clock.events / wall:,.0f} events/s; "
+            f"{g['generation']} generations, {clock.now / 1000:.1f} simulated s, members' downtime after "
+            f"the group formed {down / 1000:.1f} s in all; {got} records polled"
+        )
 
 
 def bench_produces(n: int) -> None:
@@ -251,17 +290,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--produces", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=100, help="(d): rounds of 48 keyed produces")
-    ap.add_argument("--updates", type=int, default=5_000, help="(e): keyed updates to a compacted topic")
+    ap.add_argument("--updates", type=int, default=5_000, help="(f): keyed updates to a compacted topic")
+    ap.add_argument("--group-records", type=int, default=100, help="(e): keyed records before each restart")
+    ap.add_argument("--only", choices=["a", "b", "c", "d", "e", "f"], help="run one benchmark")
     args = ap.parse_args(argv)
-    bench_produces(args.produces)
-    gc.collect()  # each measurement starts from a clean heap
-    bench_replay(args.repeats)
-    gc.collect()
-    bench_eight_days()
-    gc.collect()
-    bench_twelve_partitions(args.rounds)
-    gc.collect()
-    bench_compaction(args.updates)
+    runs = {
+        "a": lambda: bench_produces(args.produces),
+        "b": lambda: bench_replay(args.repeats),
+        "c": bench_eight_days,
+        "d": lambda: bench_twelve_partitions(args.rounds),
+        "e": lambda: bench_group_rolling_restart(args.group_records),
+        "f": lambda: bench_compaction(args.updates),
+    }
+    for key, fn in runs.items():
+        if args.only in (None, key):
+            fn()
+            gc.collect()  # each measurement starts from a clean heap
     return 0
 
 

@@ -128,10 +128,6 @@ def _refuse_unsimulated(cfg: Any) -> None:
                 f"a broker or config action ({a.do}, actions[{i}]): a partition created later would not "
                 "know of it"
             )
-        elif a.do == "subscribe":
-            earlier = earlier or (
-                f"a subscribe (actions[{i}]): the group would have to rebalance onto the new partitions"
-            )
 
 
 def simulate(

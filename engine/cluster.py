@@ -20,15 +20,16 @@ from .sim import _WAKEUPS, Sim
 from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, FIRST_PRODUCER_ID, TOPIC_KINDS, ProducerSession
 from .transactions import TXN_ACTIONS, Transactions
 
-_LOOP_TICK = Clients._loop_tick
+_CLIENT_TICKS = (Clients._loop_tick, Clients._hb_tick)
 
 
 def _shiftable(owner: Any, fn: Any) -> bool:
-    """An event an idle skip moves with the clock: a quiet partition's housekeeping, or a poll
-    loop's tick (the skip happens only when every loop would find nothing)."""
+    """An event an idle skip moves with the clock: a quiet partition's housekeeping, a poll loop's
+    tick or a heartbeat thread's (the skip happens only when every loop would find nothing and
+    every group is Stable)."""
     if owner.__class__ is Sim:
         return fn.__func__ not in _WAKEUPS
-    return fn.__func__ is _LOOP_TICK
+    return fn.__func__ in _CLIENT_TICKS
 
 
 def run(
@@ -249,6 +250,8 @@ def _drive(
                 done = one.settled_after_failover if a.through_failover else one.settled
             else:
                 done = _all_settled(sims, a.through_failover, clock)
+            if clients is not None and clients.has_groups():
+                done = _and_groups_stable(done, clients)
             if not done():
                 clock.run_until(now + a.max_ms, stop=done)
         elif do == "add_partitions":
@@ -468,6 +471,12 @@ def _client_action(clients: Clients, a: Any) -> None:
         clients.restart(a.consumer)
     else:  # pragma: no cover - the scenario model admits nothing else
         raise ScenarioError([{"path": "actions", "message": f"unknown action {do!r}"}])
+
+
+def _and_groups_stable(done: Any, clients: Clients) -> Any:
+    """settle's stop test with consumer groups (contract part 2): the cluster settled and every
+    group with live members Stable, no member in the middle of a rebalance."""
+    return lambda: clients.groups_settled() and done()  # the cheap test first
 
 
 def _all_settled(sims: list[Sim], through_failover: bool, clock: Clock) -> Any:

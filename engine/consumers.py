@@ -1,16 +1,42 @@
-"""Consumers, their committed offsets and the group coordinator, on the cluster's one clock.
+"""Consumers, their committed offsets and their groups, on the cluster's one clock.
 
-The contract's part 2 (scenario-contract-clients.md) for issue 10: `subscribe`, `assign`, `poll`,
-`commit`, `seek`, `stall`, a consumer's crash, restart and `close()`, and the admin
-`delete_records`. A consumer reads the leader's log of each partition it owns, up to the high
-watermark, from its *position*; what the group has *committed* lives apart, with the coordinator
-(engine/offsets.py holds the coordinator's rules). Every call that goes over the network takes
-one network hop each way, while the cluster keeps running on the same clock.
+Added for consumer groups (issue 12), the names other code may rely on:
 
-What is not modelled yet (issue 12): groups with several members and rebalancing (a second
-member of a group is refused with a clear problem), the coordinator's own `__consumer_offsets`
-replicas (the coordinator is the first running broker of the offsets partition's stripe, and
-moving it is instant), `max.poll.interval.ms`, transactions and `read_committed`.
+- Step kinds (engine/steps.py), one per protocol message or decision: consumer_join_group,
+  group_member_id_required, group_prepare_rebalance, group_initial_delay, group_join_complete,
+  group_member_dropped, consumer_leader_assign, consumer_sync_group, group_sync_complete,
+  consumer_revoke, consumer_partitions_lost, consumer_join (onPartitionsAssigned, as before),
+  consumer_heartbeat_rebalance, consumer_heartbeat_error, consumer_poll_timeout, consumer_stall,
+  consumer_metadata_change,
+  group_member_left, group_member_expired, group_static_rejoin, consumer_fenced.
+- Result fields beyond the contract: `consumers[id].downtime` (the intervals, `from_ms`, `to_ms`,
+  `why`, in which the live member processed nothing: "revoked" from an eager revocation until its
+  assignment, "unassigned" while it owned nothing, "stalled" while its application did not poll)
+  and `consumers[id].downtime_ms` (their union's length); `groups[g].rebalances` (completed
+  generations), `groups[g].history[i]` gains `leader`, `protocol` (the assignor) and `reason`;
+  `groups[g].partition_idle_ms` (per partition, how long it had no member processing it while
+  the group had members).
+
+The contract's part 2 (scenario-contract-clients.md): `subscribe`, `assign`, `poll`, `commit`,
+`seek`, `stall`, a consumer's crash, restart and `close()`, and the admin `delete_records`. A
+consumer reads the leader's log of each partition it owns, up to the high watermark, from its
+*position*; what the group has *committed* lives apart, with the coordinator (engine/offsets.py
+holds the offset rules, engine/groups.py the assignors and the protocol vote). Every request
+takes one network hop each way, while the cluster keeps running on the same clock.
+
+The classic group protocol (kafka-clients-logs §E.2-E.8) runs message by message: JoinGroup
+(with MEMBER_ID_REQUIRED for a new dynamic member), the coordinator's join phase, the leader's
+assignment computed on the client, SyncGroup, heartbeats from a background thread, LeaveGroup.
+Client side, the application thread drives the join (only inside `poll()`): an explicit-poll
+consumer handles the coordinator's answers during its `poll` actions, a `loop_ms` consumer at
+once (its application sits in poll() between batches) unless it is stalled; heartbeat answers
+are handled by the heartbeat thread at any time. Commits are checked by the broker with the
+(member id, generation) the client holds at that moment (kafka-eos-kraft §C.1).
+
+Not modelled: the coordinator's own `__consumer_offsets` replicas (the coordinator is the first
+running broker of the offsets partition's stripe; when it moves, the new one has the group's
+state at once), KIP-848 groups (refused), several topics per group, transactions and
+`read_committed`.
 """
 
 from __future__ import annotations
@@ -21,9 +47,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import transactions as txn
 from .clients_spec import BY_DURATION, ConsumerConfig
+from .groups import COOPERATIVE, Member, Subscription, select_protocol
+from .groups import assign as run_assignor
 from .offsets import NO_OFFSET, Commit, Coordinator, Group, coordinator_of, offsets_partition_for
 from .results import ClientsResult, GroupResult
-from .scenario import problem
 from .segments import reset_timestamp
 
 if TYPE_CHECKING:
@@ -35,6 +62,9 @@ FETCH_MAX_WAIT_MS = 500  # fetch.max.wait.ms: how long a broker holds an empty f
 # request.timeout.ms, the consumer's default (ConsumerConfig 573-578 on the 4.0 branch): also how
 # long a reset waits before it sends ListOffsets again for a partition that got no offset
 REQUEST_TIMEOUT_MS = 30_000
+# metadata.max.age.ms, the consumer's default (CommonClientConfigs): how often a client refreshes
+# its view of the topic, which is how the group leader notices new partitions (§C.4)
+METADATA_MAX_AGE_MS = 300_000
 
 
 @dataclass
@@ -48,7 +78,6 @@ class ConsumerProc:
     incarnation: int = 0  # bumps on every start and stop: stale timers check it
     member_id: str | None = None
     generation: int = -1
-    join_ready_ms: int | None = None  # when the coordinator completes the JoinGroup it sent
     assigned: list[int] = field(default_factory=list)
     position: dict[int, int] = field(default_factory=dict)  # the next offset poll() returns
     # partitions whose by_duration reset got no offset (AWAIT_RESET in SubscriptionState), each
@@ -58,6 +87,28 @@ class ConsumerProc:
     loop_inc: int = -1  # the incarnation whose poll loop is running (loop_ms)
     received: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
+    # the classic group protocol, client side (AbstractCoordinator, ConsumerCoordinator)
+    cstate: str = "none"  # "none" | "joining" (a JoinGroup sent or parked) | "syncing"
+    need_rejoin: bool = False  # rejoin at the next poll() (requestRejoin)
+    inbox: list[tuple[Any, ...]] = field(default_factory=list)  # answers waiting for poll()
+    in_poll: bool = False  # a `poll` action of this consumer is running
+    stalled_until: int = -1  # the application does not poll before this time (stall)
+    last_poll_ms: int = 0  # the poll timer max.poll.interval.ms counts from
+    hb_epoch: int = 0  # bumps when the heartbeat thread stops: its older ticks end
+    hb_on: bool = False
+    fenced: bool = False  # a fatal group error: the process is unusable
+    fatal: str = "FENCED_INSTANCE_ID"  # which one (or INCONSISTENT_GROUP_PROTOCOL)
+    assignor: str | None = None  # the assignor the coordinator selected
+    previous: list[int] = field(default_factory=list)  # the last assignment (sticky user data)
+    # (member id, generation) the client held when its poll timer expired: a later commit still
+    # carries them (kafka-eos-kraft §E.C C1)
+    stale: tuple[str, int] | None = None
+    changes: int = 0  # bumps on every change a waiting poll() must look at
+    meta_partitions: int = 0  # the topic's partition count in this client's metadata
+    meta_next_ms: int = 0  # its next metadata refresh
+    leader_of: int | None = None  # as group leader: the partition count its assignment used
+    downtime: list[dict[str, Any]] = field(default_factory=list)
+    down: dict[str, int] = field(default_factory=dict)  # open downtime intervals: why -> since
 
     @property
     def id(self) -> str:
@@ -94,7 +145,11 @@ class Clients:
         self.commits: list[dict[str, Any]] = []
         self.history: dict[str, list[dict[str, Any]]] = {}
         self.member_owner: dict[str, str] = {}  # member id -> consumer id
-        self.expiry: dict[str, int] = {}  # a crashed member id -> when its session times out
+        self.minted: dict[str, int] = {}  # member ids minted per consumer
+        self.joined = 0  # members added to groups so far (the first added leads)
+        self.in_flight = 0  # group requests and answers on the network
+        self.join_token: dict[str, int] = {}  # group -> the current join timer's token
+        self.delay_joined: dict[str, bool] = {}  # group -> a member joined during the initial delay
         self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
         self.in_tick = False  # a poll loop's tick is running (see run_to)
         self.brokers = sorted(sims[0].brokers)
@@ -144,6 +199,8 @@ class Clients:
         self._start(c)
         c.mode = "subscribe"
         self._start_loop(c)
+        if not c.assigned and c.group is not None:
+            self._down(c, "unassigned", True)
         where = f"group {c.group!r}" if c.group else "no group.id: poll() will fail"
         self.step("consumer_subscribe", cid, f"{cid} subscribes to {self.topic} ({where})", consumer=cid)
 
@@ -173,10 +230,11 @@ class Clients:
         *,
         explicit: bool = False,
     ) -> None:
-        """One KafkaConsumer.poll(): membership, positions, auto-commit, then a fetch that waits
-        (the cluster running) until records arrive or the deadline passes. A `poll` action that
-        returns nothing says so in one step, with the reason (`explicit`); a poll loop's tick that
-        finds nothing stays silent, or idle loops would flood the steps."""
+        """One KafkaConsumer.poll(): the group (join, sync, rejoin, without blocking on them),
+        positions, auto-commit, then a fetch that waits (the cluster running) until records arrive,
+        the group changes the partitions, or the deadline passes. A `poll` action that returns
+        nothing says so in one step, with the reason (`explicit`); a poll loop's tick that finds
+        nothing stays silent, or idle loops would flood the steps."""
         cid = c.id
         started = self.clock.now
         if not c.alive or c.mode is None:
@@ -184,24 +242,46 @@ class Clients:
             why = "is not running" if not c.alive else "has neither subscribed nor assigned partitions"
             self._error(c, entry["error"], f"{cid}.poll() throws: the consumer {why}")
             return
-        if c.mode == "subscribe" and c.member_id is None:
-            if c.group is None:
-                entry["error"] = "InvalidGroupIdException"
-                self._error(c, entry["error"], f"{cid}.poll() throws: subscribe() needs a group.id")
-                return
-            if not self._join(c, deadline):
-                self.run_to(deadline)
-                if explicit:
-                    self._empty_poll(c, started)
-                return
-        if any(self._initializing(c, p) for p in c.assigned):
-            error = self._init_positions(c)
-            if error is not None:
-                entry["error"] = error
-                return
-        self._maybe_auto_commit(c)
+        if c.mode == "subscribe" and c.group is None:
+            entry["error"] = "InvalidGroupIdException"
+            self._error(c, entry["error"], f"{cid}.poll() throws: subscribe() needs a group.id")
+            return
+        if c.fenced:
+            entry["error"] = c.fatal
+            self._error(c, entry["error"], f"{cid}.poll() throws: {c.fatal} ended this consumer")
+            return
+        c.in_poll = explicit
+        c.last_poll_ms = self.clock.now
+        try:
+            self._poll_loop(c, entry, max_records, deadline, explicit, started)
+        finally:
+            c.in_poll = False
+            c.last_poll_ms = self.clock.now
+            if explicit and c.mode == "subscribe":
+                self._watch_poll_timer(c)
+
+    def _poll_loop(
+        self,
+        c: ConsumerProc,
+        entry: dict[str, Any],
+        max_records: int | None,
+        deadline: int,
+        explicit: bool,
+        started: int,
+    ) -> None:
         limit = max_records or c.spec.max_poll_records
         while True:
+            if c.mode == "subscribe":
+                self._ensure_active(c)
+                if c.fenced:
+                    entry["error"] = c.fatal
+                    return
+            if any(self._initializing(c, p) for p in c.assigned):
+                error = self._init_positions(c)
+                if error is not None:
+                    entry["error"] = error
+                    return
+            self._maybe_auto_commit(c)
             self._retry_resets(c)
             self.run_to(self.clock.now + HOP_MS)  # the fetch reaches the leaders
             got, error = self._fetch(c, limit)
@@ -214,11 +294,13 @@ class Clients:
                 return
             if self.clock.now < deadline:
                 # the brokers hold an empty fetch until data arrives or fetch.max.wait.ms passes;
-                # the client wakes earlier when a reset may send its ListOffsets again
+                # the client wakes earlier when a reset may send its ListOffsets again, or when
+                # the group changes what it owns
                 now = self.clock.now
                 retry = [t for t in c.awaiting_reset.values() if t > now]
                 wait_until = min(deadline, now + FETCH_MAX_WAIT_MS, *retry)
-                self.run_to(wait_until, stop=lambda c=c: self._has_data(c))
+                seen = c.changes
+                self.run_to(wait_until, stop=lambda c=c, seen=seen: c.changes != seen or self._has_data(c))
             if self.clock.now >= deadline:
                 if explicit:
                     self._empty_poll(c, started)
@@ -236,6 +318,19 @@ class Clients:
         if c.group is None:
             entry.update(outcome="error", error="InvalidGroupIdException")
             self._error(c, "InvalidGroupIdException", f"{cid} cannot commit: it has no group.id")
+            return
+        if c.mode == "subscribe" and c.cstate != "none":
+            # ConsumerCoordinator.sendOffsetCommitRequest: generationIfStable() is null while the
+            # client is between JoinGroup and SyncGroup's answer, so the commit is not sent and
+            # fails with RebalanceInProgressException (kafka-eos-kraft §E.C C2)
+            entry.update(outcome="error", error="REBALANCE_IN_PROGRESS")
+            self._error(
+                c,
+                "REBALANCE_IN_PROGRESS",
+                f"{cid}'s commit is not sent: it is in the middle of a rebalance ("
+                f"{'JoinGroup' if c.cstate == 'joining' else 'SyncGroup'} unanswered), so it throws "
+                "RebalanceInProgressException; it can commit again after poll()",
+            )
             return
         error = self._send_commit(
             c, chosen, wait=not is_async, why="commitAsync" if is_async else "commitSync"
@@ -275,8 +370,24 @@ class Clients:
         )
 
     def stall(self, cid: str, ms: int) -> None:
-        # the application is busy: no poll(), while the heartbeat thread keeps the membership
+        """The application is busy for `ms`: no poll() (a loop consumer's loop waits), while the
+        heartbeat thread keeps the membership alive until max.poll.interval.ms runs out."""
+        c = self.consumers[cid]
+        if c.alive:
+            c.stalled_until = self.clock.now + ms
+            self._down(c, "stalled", True)
+            self.step(
+                "consumer_stall",
+                cid,
+                f"{cid}'s application is busy for {ms} ms: no poll(); its heartbeat thread keeps "
+                f"running (max.poll.interval.ms={c.spec.max_poll_interval_ms})",
+                consumer=cid,
+            )
+            if c.mode == "subscribe":
+                self._watch_poll_timer(c)
         self.run_to(self.clock.now + ms)
+        if c.alive and c.stalled_until <= self.clock.now:
+            self._down(c, "stalled", False)
 
     def crash(self, cid: str) -> None:
         c = self.consumers[cid]
@@ -291,23 +402,32 @@ class Clients:
             f"{cid}'s process dies: no commit, no LeaveGroup; its position is gone",
             consumer=cid,
         )
-        if member is not None:
-            self.expiry[member] = self.clock.now + c.spec.session_timeout_ms
-            self.at(self.expiry[member], self._session_expired, cid, member)
+        if member is not None and c.group is not None:
+            self._heartbeats_stopped(c.group, member)
 
     def shutdown(self, cid: str) -> None:
         c = self.consumers[cid]
         if not c.alive:
             return
-        if c.group is not None and c.spec.enable_auto_commit and c.position:
+        if c.group is not None and c.spec.enable_auto_commit and c.position and not c.fenced:
             self._send_commit(c, dict(c.position), wait=True, why="close() auto-commit")
         member = c.member_id
+        static = c.spec.group_instance_id is not None
+        if c.assigned and c.mode == "subscribe":
+            self._revoke(c, list(c.assigned), "close()")
         self._stop(c)
         c.status = "closed"
         left = ""
-        if member is not None and c.group is not None:
-            self._leave(c.group, member)
-            left = f"; it leaves group {c.group!r}"
+        if member is not None and c.group is not None and not c.fenced:
+            if static:
+                left = (
+                    f"; a static member sends no LeaveGroup: its partitions wait for it until "
+                    f"session.timeout.ms={c.spec.session_timeout_ms} passes"
+                )
+                self._heartbeats_stopped(c.group, member)
+            else:
+                left = f"; it sends LeaveGroup to group {c.group!r}"
+                self._send(self._coord_leave, c.group, member, f"{cid} closed")
         self.step("consumer_close", cid, f"{cid}.close(){left}", consumer=cid)
 
     def restart(self, cid: str) -> None:
@@ -316,6 +436,8 @@ class Clients:
             return
         self._start(c)
         self._start_loop(c)
+        if c.mode == "subscribe" and c.group is not None:
+            self._down(c, "unassigned", True)  # the new process owns nothing until it joins
         self.step(
             "consumer_restart", cid, f"{cid} starts again: a new process, no position yet", consumer=cid
         )
@@ -344,8 +466,15 @@ class Clients:
 
     def _loop_tick(self, cid: str, incarnation: int) -> None:
         c = self.consumers[cid]
-        if not c.alive or c.incarnation != incarnation:
+        if not c.alive or c.incarnation != incarnation or c.fenced:
+            return  # a fenced application got FencedInstanceIdException: its loop is over
+        if self.clock.now < c.stalled_until:  # the application is busy: the loop waits
+            # one ms past the stall, so that the action right after a `stall` (the application's
+            # next call, e.g. its commitSync) comes before its next poll()
+            self.at(c.stalled_until + 1, self._loop_tick, cid, incarnation)
             return
+        self._down(c, "stalled", False)
+        self._drain(c)
         self.in_tick = True
         try:
             self._poll(c, {"consumer": cid, "records": [], "error": None}, None, self.clock.now)
@@ -353,15 +482,23 @@ class Clients:
             self.in_tick = False
         self.at(self.clock.now + c.spec.loop_ms, self._loop_tick, cid, incarnation)  # type: ignore[operator]
 
-    def quiet_for_skip(self) -> bool:
+    def quiet_for_skip(self) -> bool:  # noqa: C901 - one test per kind of pending work
         """True when every poll loop would only find nothing (Clock.skip_idle): each looping consumer
         has its partitions and positions, and its auto-commits change nothing that matters (off, or
-        a live classic group, whose offsets never expire and whose commits repeat the same offsets)."""
+        a live classic group, whose offsets never expire and whose commits repeat the same offsets);
+        and every group is Stable with every member heartbeating, nothing in flight."""
+        if self.in_flight:
+            return False
         for c in self.consumers.values():
+            if c.alive and self.clock.now < c.stalled_until:
+                return False  # its poll timer and its loop's wake-up must happen at their time
+            if c.alive and c.mode == "subscribe" and c.meta_partitions != len(self.sims):
+                return False  # its metadata refresh must see the new partitions at its own time
             if c.spec.loop_ms is None or not c.alive or c.mode is None:
                 continue
-            if c.mode == "subscribe" and c.member_id is None:
-                return False
+            if c.mode == "subscribe" and c.group is not None and not c.fenced:
+                if c.member_id is None or c.generation < 0 or c.cstate != "none" or c.need_rejoin or c.inbox:
+                    return False
             # a partition whose by_duration reset found nothing would find nothing again in a
             # quiet stretch: the time asked for only moves later, and no record arrives
             if any(self._initializing(c, p) for p in c.assigned) or self._has_data(c):
@@ -369,80 +506,880 @@ class Clients:
             if c.spec.enable_auto_commit and c.group is not None:
                 if c.mode != "subscribe" or self._committed(c.group) != _keyed(c.position):
                     return False
+        for g in self.coordinator.groups.values():
+            if g.protocol != "classic" or not g.members:
+                continue
+            if g.state != "Stable":
+                return False
+            for m in g.members.values():
+                owner = self.consumers[m.consumer]
+                if not owner.alive or owner.member_id != m.member_id or not owner.hb_on:
+                    return False
+        return True
+
+    def has_groups(self) -> bool:
+        return any(c.group is not None and c.mode == "subscribe" for c in self.consumers.values())
+
+    def groups_settled(self) -> bool:
+        """Every group with live members is Stable and none of its live members (whose
+        application polls on its own: a poll loop) still has a rebalance to do, and no group
+        request or answer is on the network."""
+        if self.in_flight:
+            return False
+        for g in self.coordinator.groups.values():
+            if g.protocol != "classic" or not g.members:
+                continue
+            live = [self.consumers[m.consumer] for m in g.members.values()]
+            if not any(c.alive for c in live):
+                continue
+            if g.state != "Stable":
+                return False
+        for c in self.consumers.values():
+            if c.alive and c.mode == "subscribe" and c.group is not None and c.spec.loop_ms is not None:
+                if not c.fenced and (c.cstate != "none" or c.need_rejoin or c.generation < 0):
+                    return False
         return True
 
     def moved_args(self, fn: Any, args: tuple[Any, ...], delta: int) -> tuple[Any, ...]:
-        return args  # a poll loop's tick carries no time
+        return args  # a poll loop's or heartbeat thread's tick carries no time
 
     def shift_clocks(self, delta: int) -> None:
-        """Move the poll loops' timers with an idle skip (Clock.skip_idle)."""
+        """Move the consumers' timers with an idle skip (Clock.skip_idle): auto-commit, resets,
+        the poll timers of looping consumers and the members' session timers (every member is
+        heartbeating, or the skip would not happen)."""
         for c in self.consumers.values():
             c.next_auto_commit_ms += delta
             c.awaiting_reset = {p: t + delta for p, t in c.awaiting_reset.items()}
+            if c.spec.loop_ms is not None:
+                c.last_poll_ms += delta
+        for g in self.coordinator.groups.values():
+            if g.protocol == "classic":
+                for m in g.members.values():
+                    m.deadline_ms += delta
 
     # ---------------------------------------------------------------------------------------
-    # inside poll()
+    # the classic group protocol, client side (AbstractCoordinator, ConsumerCoordinator)
 
-    def _join(self, c: ConsumerProc, deadline: int) -> bool:
-        """JoinGroup and SyncGroup, as far as the deadline allows; True once the member has its
-        partitions. A new (Empty) group waits group.initial.rebalance.delay.ms before it completes
-        its first join, so that more members can arrive; a group that still lists a crashed member
-        waits until the coordinator drops it (session.timeout.ms after its last heartbeat)."""
-        group = self.coordinator.groups.get(c.group)  # type: ignore[arg-type]
-        gone = []
-        if group is not None and group.protocol == "classic":
-            for m in group.members:
-                owner = self.consumers[self.member_owner[m]]
-                if owner.alive and owner.member_id == m:
-                    raise problem(
-                        "consumers",
-                        f"group {c.group!r} already has a live member: several members and "
-                        "rebalancing are not simulated yet (issue 12)",
-                    )
-                gone.append(self.expiry[m])
+    def _in_poll(self, c: ConsumerProc) -> bool:
+        """The application thread is inside poll(), so it handles the coordinator's answers now: a
+        `poll` action that is running, or a poll loop whose application is not stalled."""
+        return c.in_poll or (c.spec.loop_ms is not None and self.clock.now >= c.stalled_until)
+
+    def _send(self, fn: Any, *args: Any) -> None:
+        """A request to the coordinator: it arrives one hop later."""
+        self.in_flight += 1
+        self.at(self.clock.now + HOP_MS, self._arrive, fn, args)
+
+    def _arrive(self, fn: Any, args: tuple[Any, ...]) -> None:
+        self.in_flight -= 1
+        fn(*args)
+
+    def _reply(self, c: ConsumerProc | str, incarnation: int, msg: tuple[Any, ...]) -> None:
+        cid = c if isinstance(c, str) else c.id
+        self.in_flight += 1
+        self.at(self.clock.now + HOP_MS, self._client_recv, cid, incarnation, msg)
+
+    def _client_recv(self, cid: str, incarnation: int, msg: tuple[Any, ...]) -> None:
+        self.in_flight -= 1
+        c = self.consumers[cid]
+        if not c.alive or c.incarnation != incarnation or c.fenced:
+            return
+        if msg[0] == "heartbeat" or self._in_poll(c):
+            self._handle(c, msg)
+        else:
+            c.inbox.append(msg)
+
+    def _drain(self, c: ConsumerProc) -> None:
+        while c.inbox and not c.fenced:
+            self._handle(c, c.inbox.pop(0))
+
+    def _ensure_active(self, c: ConsumerProc) -> None:
+        """`ConsumerCoordinator.poll`'s group part, without blocking: handle what has arrived, then
+        send a JoinGroup if the member has none in flight and needs one."""
+        self._drain(c)
+        self._refresh_metadata(c)
+        if c.fenced or c.cstate != "none":
+            return
+        if c.member_id is not None and c.generation >= 0 and not c.need_rejoin:
+            return
         if self.coordinator_broker(c.group) is None:  # type: ignore[arg-type]
-            return False
-        if c.join_ready_ms is None:
-            if gone:
-                c.join_ready_ms = max(max(gone), self.clock.now + HOP_MS) + HOP_MS
-            else:
-                c.join_ready_ms = self.clock.now + HOP_MS + self.initial_delay_ms + HOP_MS
-        if c.join_ready_ms > deadline:
-            return False
-        self.run_to(c.join_ready_ms)
-        self.run_to(self.clock.now + 2 * HOP_MS)  # SyncGroup: the leader's assignment comes back
-        g = self.coordinator.groups.get(c.group)  # type: ignore[arg-type]
-        if g is None:
-            g = self.coordinator.groups[c.group] = Group(c.group, state_since_ms=self.clock.now)  # type: ignore[arg-type,index]
-        g.protocol = "classic"
-        g.generation += 1
-        g.members = {self._member_id(c)}
-        g.subscribed = {self.topic}
-        g.set_state("Stable", self.clock.now)
-        c.member_id = self._member_id(c)
-        c.generation = g.generation
-        c.join_ready_ms = None
-        c.assigned = list(range(len(self.sims)))
-        c.position = {}
-        c.awaiting_reset = {}
-        c.next_auto_commit_ms = self.clock.now + c.spec.auto_commit_interval_ms
-        self.history.setdefault(c.group, []).append(  # type: ignore[arg-type]
-            {"generation": g.generation, "t_ms": self.clock.now, "assignment": {c.id: list(c.assigned)}}
+            return
+        self._join_prepare(c)
+        self._send_join(c)
+
+    def _refresh_metadata(self, c: ConsumerProc) -> None:
+        """The client's metadata refresh every metadata.max.age.ms. Only the group leader compares
+        the partition count with the one its assignment used (ConsumerCoordinator's
+        assignmentSnapshot): a change makes it rejoin, so the group is assigned the new partitions."""
+        now = self.clock.now
+        if now < c.meta_next_ms:
+            return
+        c.meta_next_ms = now + METADATA_MAX_AGE_MS
+        c.meta_partitions = len(self.sims)
+        if c.leader_of is not None and c.leader_of != c.meta_partitions and not c.need_rejoin:
+            c.need_rejoin = True
+            self.step(
+                "consumer_metadata_change",
+                c.id,
+                f"{c.id}'s metadata refresh (every metadata.max.age.ms={METADATA_MAX_AGE_MS}) shows "
+                f"{self.topic} with {c.meta_partitions} partitions, not {c.leader_of}: as group leader "
+                "it rejoins so that the group is assigned them",
+                consumer=c.id,
+            )
+
+    def _join_prepare(self, c: ConsumerProc) -> None:
+        """`ConsumerCoordinator.onJoinPrepare` (CC 786-809): a synchronous auto-commit while the
+        generation is still valid, then eager revokes everything it owns; cooperative keeps its
+        partitions (one topic: nothing leaves the subscription); a member without a valid
+        generation has lost its partitions."""
+        if c.generation >= 0 and c.spec.enable_auto_commit and c.position and c.member_id is not None:
+            self._send_commit(c, dict(c.position), wait=False, why="auto-commit before rejoining")
+        if not c.assigned:
+            return
+        if c.generation < 0:
+            self._lose(c, f"{c.id} has no valid generation any more")
+        elif c.spec.rebalance_protocol != COOPERATIVE:
+            self._revoke(c, list(c.assigned), "eager: everything, before JoinGroup")
+
+    def _send_join(self, c: ConsumerProc) -> None:
+        c.cstate = "joining"
+        c.changes += 1
+        self._hb_stop(c)
+        owned = tuple(c.assigned) if c.spec.rebalance_protocol == COOPERATIVE else ()
+        who = f"member id {c.member_id}" if c.member_id else "no member id yet"
+        gen = f", generation {c.generation}" if c.generation >= 0 else ""
+        owns = f", owns {_names(owned)}" if owned else ""
+        static = f", group.instance.id {c.spec.group_instance_id}" if c.spec.group_instance_id else ""
+        self.step(
+            "consumer_join_group",
+            c.id,
+            f"{c.id} sends JoinGroup to group {c.group!r} ({who}{static}{gen}; assignors "
+            f"{', '.join(c.spec.partition_assignment_strategy)}{owns})",
+            consumer=c.id,
         )
-        names = ", ".join(f"P{p}" for p in c.assigned)
+        self._send(
+            self._coord_join,
+            c.group,
+            c.id,
+            c.incarnation,
+            c.member_id,
+            owned,
+            tuple(c.previous),
+            c.generation,
+        )
+
+    def _handle(self, c: ConsumerProc, msg: tuple[Any, ...]) -> None:
+        kind = msg[0]
+        if kind == "join":
+            self._on_join_response(c, *msg[1:])
+        elif kind == "sync":
+            self._on_sync_response(c, *msg[1:])
+        else:
+            self._on_heartbeat_response(c, *msg[1:])
+
+    def _on_join_response(
+        self,
+        c: ConsumerProc,
+        error: str | None,
+        member_id: str | None,
+        generation: int,
+        assignor: str | None,
+        leader: str | None,
+        subs: list[Subscription] | None,
+    ) -> None:
+        if c.cstate != "joining":
+            return
+        c.changes += 1
+        if error == "MEMBER_ID_REQUIRED":
+            c.member_id = member_id
+            self._send_join(c)
+            return
+        c.cstate = "none"
+        if error is not None:
+            self._member_error(c, error, "JoinGroup")
+            return
+        c.member_id = member_id
+        c.generation = generation
+        c.assignor = assignor
+        c.stale = None
+        c.cstate = "syncing"
+        self._hb_start(c)
+        assignments = None
+        c.leader_of = None
+        if subs is not None:
+            partitions = c.meta_partitions
+            c.leader_of = partitions
+            assignments = run_assignor(assignor, subs, partitions)  # type: ignore[arg-type]
+            owners = sorted(assignments.items())
+            said = "; ".join(f"{self.member_owner.get(m, m)} {_names(ps) or 'nothing'}" for m, ps in owners)
+            self.step(
+                "consumer_leader_assign",
+                c.id,
+                f"{c.id} leads generation {generation}: it runs the {assignor} assignor over "
+                f"{_count(partitions, 'partition')} and {_count(len(subs), 'member')}: {said}",
+                consumer=c.id,
+            )
+        role = "with every member's assignment" if assignments is not None else "and waits for the leader's"
+        self.step(
+            "consumer_sync_group",
+            c.id,
+            f"{c.id} sends SyncGroup for generation {generation} {role}",
+            consumer=c.id,
+        )
+        self._send(self._coord_sync, c.group, c.id, c.incarnation, c.member_id, generation, assignments)
+
+    def _on_sync_response(
+        self, c: ConsumerProc, error: str | None, assignment: list[int], generation: int
+    ) -> None:
+        if c.cstate != "syncing":
+            return
+        c.cstate = "none"
+        c.changes += 1
+        if error is not None:
+            self._member_error(c, error, "SyncGroup")
+            return
+        # onJoinComplete (CC 382-425): revoke what was owned and is not assigned (cooperative only:
+        # eager owns nothing here), then take the rest
+        new = sorted(assignment)
+        revoked = [p for p in c.assigned if p not in new]
+        if revoked:
+            self._revoke(c, revoked, "cooperative: only what moves, after SyncGroup")
+            c.need_rejoin = True
+        else:
+            c.need_rejoin = False
+        added = [p for p in new if p not in c.assigned]
+        c.assigned = new
+        c.previous = list(new)
+        for p in added:
+            c.position.pop(p, None)
+            c.awaiting_reset.pop(p, None)
+        c.next_auto_commit_ms = self.clock.now + c.spec.auto_commit_interval_ms
+        self._down(c, "revoked", False)
+        self._down(c, "unassigned", not new)
+        again = "; it rejoins to let its revoked partitions move" if revoked else ""
+        gained = f", newly {_names(added)}" if added and added != new else ""
         self.step(
             "consumer_join",
             c.id,
-            f"Group {c.group!r} generation {g.generation}: {c.id} owns {names}",
+            f"Group {c.group!r} generation {generation}: {c.id} owns "
+            f"{_names(new) or 'nothing'}{gained}{again}",
+            consumer=c.id,
+        )
+
+    def _on_heartbeat_response(self, c: ConsumerProc, error: str | None, generation: int) -> None:
+        if error is None or generation != c.generation or c.cstate == "joining":
+            return
+        c.changes += 1
+        if error == "REBALANCE_IN_PROGRESS":
+            if not c.need_rejoin:
+                c.need_rejoin = True
+                self.step(
+                    "consumer_heartbeat_rebalance",
+                    c.id,
+                    f"{c.id}'s heartbeat (generation {generation}) gets REBALANCE_IN_PROGRESS: it "
+                    "rejoins at its next poll()",
+                    consumer=c.id,
+                )
+            return
+        self._member_error(c, error, "Heartbeat")
+
+    def _member_error(self, c: ConsumerProc, error: str, request: str) -> None:
+        """What the client does with a group error (AbstractCoordinator's response handlers)."""
+        if error == "INCONSISTENT_GROUP_PROTOCOL":
+            c.fenced, c.fatal = True, error
+            c.errors.append({"t_ms": self.clock.now, "error": error})
+            self.step(
+                "consumer_error",
+                c.id,
+                f"{c.id}'s JoinGroup gets INCONSISTENT_GROUP_PROTOCOL: none of its assignors "
+                f"({', '.join(c.spec.partition_assignment_strategy)}) is one every member of group "
+                f"{c.group!r} supports; poll() throws",
+                consumer=c.id,
+                error=error,
+            )
+            return
+        if error == "FENCED_INSTANCE_ID":
+            c.fenced, c.fatal = True, error
+            self._hb_stop(c)
+            if c.assigned:
+                self._lose(c, "it was fenced")
+            c.errors.append({"t_ms": self.clock.now, "error": error})
+            self.step(
+                "consumer_fenced",
+                c.id,
+                f"{c.id}'s {request} gets FENCED_INSTANCE_ID: another process holds "
+                f"group.instance.id {c.spec.group_instance_id!r}; this one stops for good",
+                consumer=c.id,
+                error=error,
+            )
+            return
+        if error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
+            c.generation = -1
+            if error == "UNKNOWN_MEMBER_ID":
+                c.member_id = None
+        c.need_rejoin = True
+        self._hb_stop(c)
+        kind = "consumer_heartbeat_error" if request == "Heartbeat" else "consumer_error"
+        self.step(
+            kind,
+            c.id,
+            f"{c.id}'s {request} gets {error}: it rejoins at its next poll()",
+            consumer=c.id,
+            error=error,
+        )
+
+    def _revoke(self, c: ConsumerProc, partitions: list[int], why: str) -> None:
+        """onPartitionsRevoked: the partitions stop being processed; their positions go."""
+        self._release(c, partitions, "revoked" if why.startswith("eager") else "unassigned")
+        self.step(
+            "consumer_revoke",
+            c.id,
+            f"{c.id} revokes {_names(partitions)} ({why})",
+            consumer=c.id,
+            partitions=list(partitions),
+        )
+
+    def _lose(self, c: ConsumerProc, why: str) -> None:
+        lost = list(c.assigned)
+        self._release(c, lost)
+        self.step(
+            "consumer_partitions_lost",
+            c.id,
+            f"{c.id} loses {_names(lost)}: {why}",
+            consumer=c.id,
+            partitions=lost,
+        )
+
+    def _release(self, c: ConsumerProc, partitions: list[int], down: str = "unassigned") -> None:
+        for p in partitions:
+            c.position.pop(p, None)
+            c.awaiting_reset.pop(p, None)
+        c.assigned = [p for p in c.assigned if p not in partitions]
+        c.changes += 1
+        if c.alive and c.mode == "subscribe" and not c.assigned:
+            self._down(c, down, True)
+
+    # the heartbeat thread: a heartbeat every heartbeat.interval.ms, and the poll timer
+
+    def _hb_start(self, c: ConsumerProc) -> None:
+        if not c.hb_on:
+            c.hb_on = True
+            c.hb_epoch += 1
+            self.at(self.clock.now + c.spec.heartbeat_interval_ms, self._hb_tick, c.id, c.hb_epoch)
+
+    def _hb_stop(self, c: ConsumerProc) -> None:
+        if c.hb_on:
+            c.hb_on = False
+            c.hb_epoch += 1
+
+    def _hb_tick(self, cid: str, epoch: int) -> None:
+        c = self.consumers[cid]
+        if not c.alive or c.hb_epoch != epoch or not c.hb_on:
+            return
+        if self._poll_expired(c):
+            return
+        if self.coordinator_broker(c.group) is not None:  # type: ignore[arg-type]
+            self._send(self._coord_heartbeat, c.group, cid, c.incarnation, c.member_id, c.generation)
+        self.at(self.clock.now + c.spec.heartbeat_interval_ms, self._hb_tick, cid, epoch)
+
+    def _watch_poll_timer(self, c: ConsumerProc) -> None:
+        """Wake the heartbeat thread when the poll timer would expire (an event at its own time,
+        which an idle skip does not move)."""
+        if c.member_id is not None and not c.fenced:
+            self.at(c.last_poll_ms + c.spec.max_poll_interval_ms + 1, self._poll_timer, c.id, c.incarnation)
+
+    def _poll_timer(self, cid: str, incarnation: int) -> None:
+        c = self.consumers[cid]
+        if c.alive and c.incarnation == incarnation and c.hb_on:
+            self._poll_expired(c)
+
+    def _poll_expired(self, c: ConsumerProc) -> bool:
+        """The heartbeat thread's poll-timer check (AC 1147-1188): after max.poll.interval.ms
+        without poll() a dynamic member sends LeaveGroup; a static one only stops heartbeating, so
+        its session timeout removes it. Either way the client forgets its generation."""
+        if self._in_poll(c) and c.stalled_until <= self.clock.now:
+            return False
+        if self.clock.now - c.last_poll_ms <= c.spec.max_poll_interval_ms:
+            return False
+        member = c.member_id
+        static = c.spec.group_instance_id is not None
+        self._hb_stop(c)
+        if member is None:
+            return True
+        if static:
+            what = "it is static, so it sends no LeaveGroup and stops heartbeating"
+            self._heartbeats_stopped(c.group, member)  # type: ignore[arg-type]
+        else:
+            what = "its heartbeat thread sends LeaveGroup"
+            self._send(self._coord_leave, c.group, member, f"{c.id}'s poll timer expired")
+        c.stale = (member, c.generation)
+        c.member_id = None if not static else c.member_id
+        c.generation = -1
+        c.need_rejoin = True
+        c.changes += 1
+        self.step(
+            "consumer_poll_timeout",
+            c.id,
+            f"{c.id} has not called poll() for max.poll.interval.ms={c.spec.max_poll_interval_ms}: {what}",
             consumer=c.id,
         )
         return True
 
-    def _member_id(self, c: ConsumerProc) -> str:
-        """Derived from the consumer's id, so members sort as their ids do (the contract's rule)."""
-        member = f"{c.id}-{c.incarnation}"
-        self.member_owner[member] = c.id
+    # ---------------------------------------------------------------------------------------
+    # the classic group protocol, coordinator side (GroupMetadataManager, ClassicGroup)
+
+    def _group(self, gid: str) -> Group:
+        g = self.coordinator.groups.get(gid)
+        if g is None:
+            g = self.coordinator.groups[gid] = Group(gid, state_since_ms=self.clock.now)
+        if g.protocol != "classic":  # a simple group's offsets carry over to the classic group
+            g.protocol = "classic"
+        g.subscribed = {self.topic}
+        return g
+
+    def _mint(self, cid: str) -> str:
+        """A new member id, derived from the consumer's id so members sort as their ids do (the
+        contract's rule; Kafka's is client.id or group.instance.id, then a UUID)."""
+        n = self.minted.get(cid, 0) + 1
+        self.minted[cid] = n
+        member = f"{cid}-{n}"
+        self.member_owner[member] = cid
         return member
+
+    def _coord_join(
+        self,
+        gid: str,
+        cid: str,
+        incarnation: int,
+        member_id: str | None,
+        owned: tuple[int, ...],
+        previous: tuple[int, ...],
+        generation: int,
+    ) -> None:
+        """`GroupMetadataManager.classicGroupJoin` (GMM 4198-4421)."""
+        c = self.consumers[cid]
+        if self.coordinator_broker(gid) is None:
+            answer = ("join", "COORDINATOR_NOT_AVAILABLE", member_id, -1, None, None, None)
+            self._reply(cid, incarnation, answer)
+            return
+        g = self._group(gid)
+        spec = c.spec
+        instance = spec.group_instance_id
+        others = [m for m in g.members.values() if m.consumer != cid]
+        joining = Member("", cid, incarnation, instance, spec.partition_assignment_strategy, 0, 0, 0)
+        if others and select_protocol([*others, joining]) is None:
+            # ClassicGroup.supportsProtocols: no assignor in common with the group's members
+            answer = ("join", "INCONSISTENT_GROUP_PROTOCOL", member_id, -1, None, None, None)
+            self._reply(cid, incarnation, answer)
+            return
+        if member_id is None and instance is not None and instance in g.instances:
+            self._static_rejoin(g, c, incarnation, owned, previous)
+            return
+        if member_id is None and instance is None:
+            member = self._mint(cid)
+            g.pending.add(member)
+            self.step(
+                "group_member_id_required",
+                "coordinator",
+                f"Group {gid!r}: a new member; the coordinator answers MEMBER_ID_REQUIRED with "
+                f"member id {member}",
+                consumer=cid,
+            )
+            self._reply(cid, incarnation, ("join", "MEMBER_ID_REQUIRED", member, -1, None, None, None))
+            return
+        if member_id is None:  # a new static member: no MEMBER_ID_REQUIRED round trip
+            member_id = self._mint(cid)
+            g.instances[instance] = member_id  # type: ignore[index]
+        elif member_id in g.pending:
+            g.pending.discard(member_id)
+        elif member_id not in g.members:
+            error = "UNKNOWN_MEMBER_ID"
+            if instance is not None and g.instances.get(instance) not in (None, member_id):
+                error = "FENCED_INSTANCE_ID"
+            self._reply(cid, incarnation, ("join", error, member_id, -1, None, None, None))
+            return
+        m = g.members.get(member_id)
+        if m is None:
+            self.joined += 1
+            m = g.members[member_id] = Member(
+                member_id,
+                cid,
+                incarnation,
+                instance,
+                spec.partition_assignment_strategy,
+                spec.max_poll_interval_ms,
+                spec.session_timeout_ms,
+                self.joined,
+            )
+            if g.leader is None:
+                g.leader = member_id
+            changed = True
+            why = f"{cid} joins"
+        else:
+            changed = m.metadata() != (spec.partition_assignment_strategy, owned)
+            why = f"{cid} rejoins" + (" with new metadata (what it owns changed)" if changed else "")
+        m.incarnation = incarnation
+        m.protocols = spec.partition_assignment_strategy
+        m.owned, m.previous, m.owned_generation = owned, previous, generation
+        if g.state == "PreparingRebalance":
+            m.awaiting_join = True
+            if g.in_initial_delay:
+                self.delay_joined[gid] = True
+            self._try_complete_join(g)
+        elif g.state == "Empty" or changed or member_id == g.leader:
+            m.awaiting_join = True
+            self._prepare_rebalance(g, why)
+        else:
+            # Stable or CompletingRebalance, a follower with unchanged metadata: the current
+            # generation again (GMM 4387-4421)
+            self._join_reply(g, m)
+
+    def _static_rejoin(
+        self, g: Group, c: ConsumerProc, incarnation: int, owned: tuple[int, ...], previous: tuple[int, ...]
+    ) -> None:
+        """A known group.instance.id joins with an empty member id: a new member id replaces the old
+        one, which is fenced from now on (GMM 5098-5204). In a Stable group whose selected assignor
+        the member still supports there is no rebalance: it gets its old assignment back."""
+        instance = c.spec.group_instance_id
+        old_id = g.instances[instance]  # type: ignore[index]
+        old = g.members.pop(old_id, None)
+        new_id = self._mint(c.id)
+        g.instances[instance] = new_id  # type: ignore[index]
+        if old is None:  # defensive: the instance map pointed at a removed member
+            self.joined += 1
+            old = Member(new_id, c.id, incarnation, instance, (), 0, 0, self.joined)
+        m = old
+        m.member_id, m.consumer, m.incarnation = new_id, c.id, incarnation
+        m.protocols = c.spec.partition_assignment_strategy
+        m.rebalance_timeout_ms = c.spec.max_poll_interval_ms
+        m.session_timeout_ms = c.spec.session_timeout_ms
+        m.owned, m.previous = owned, previous
+        if g.leader == old_id:
+            g.leader = new_id
+        g.members[new_id] = m
+        self._touch(g, m)
+        keeps = g.state == "Stable" and g.selected in m.protocols
+        if keeps:
+            self.step(
+                "group_static_rejoin",
+                "coordinator",
+                f"Group {g.group_id!r}: static member {instance!r} is back as {new_id} (member id "
+                f"{old_id} is fenced from now on); the group is Stable, so no rebalance: it gets "
+                f"{_names(m.assignment) or 'nothing'} again, generation {g.generation}",
+                consumer=c.id,
+            )
+            self._join_reply(g, m)
+            return
+        self.step(
+            "group_static_rejoin",
+            "coordinator",
+            f"Group {g.group_id!r}: static member {instance!r} is back as {new_id} (member id "
+            f"{old_id} is fenced from now on); the group is {g.state}, so it rebalances",
+            consumer=c.id,
+        )
+        m.awaiting_join = True
+        if g.state == "PreparingRebalance":
+            self._try_complete_join(g)
+        else:
+            self._prepare_rebalance(g, f"static member {instance!r} came back while {g.state}")
+
+    def _join_reply(self, g: Group, m: Member) -> None:
+        """A JoinGroup answer with the current generation (the leader also gets the members)."""
+        subs = None
+        if m.member_id == g.leader and g.state != "Stable":
+            subs = self._subscriptions(g)
+        self._reply(
+            m.consumer,
+            m.incarnation,
+            ("join", None, m.member_id, g.generation, g.selected, g.leader, subs),
+        )
+
+    def _subscriptions(self, g: Group) -> list[Subscription]:
+        return [
+            Subscription(m.member_id, m.instance_id, m.owned, m.previous, m.owned_generation)
+            for m in sorted(g.members.values(), key=lambda m: m.order)
+        ]
+
+    def _prepare_rebalance(self, g: Group, why: str) -> None:
+        """`prepareRebalance` (GMM 4799-4888): PreparingRebalance; a first rebalance of an Empty
+        group waits group.initial.rebalance.delay.ms (restarted while members keep arriving, up to
+        the rebalance timeout), the others wait until every member rejoined or the rebalance
+        timeout (the members' largest max.poll.interval.ms) passes."""
+        gid = g.group_id
+        if g.state == "CompletingRebalance":
+            for m in g.members.values():
+                m.assignment = ()
+                if m.awaiting_sync:
+                    m.awaiting_sync = False
+                    answer = ("sync", "REBALANCE_IN_PROGRESS", [], g.generation)
+                    self._reply(m.consumer, m.incarnation, answer)
+        was_empty = g.state == "Empty"
+        g.set_state("PreparingRebalance", self.clock.now)
+        token = self.join_token.get(gid, 0) + 1
+        self.join_token[gid] = token
+        timeout = max((m.rebalance_timeout_ms for m in g.members.values()), default=0)
+        g.rebalance_reason = why
+        if was_empty:
+            delay = min(self.initial_delay_ms, timeout)
+            g.in_initial_delay = True
+            self.delay_joined[gid] = False
+            wait = (
+                f"it waits group.initial.rebalance.delay.ms={self.initial_delay_ms} for more members"
+            )
+            self.at(self.clock.now + delay, self._initial_delay_over, gid, token, max(timeout - delay, 0))
+        else:
+            g.in_initial_delay = False
+            wait = (
+                f"it waits for every member to rejoin, at most the rebalance timeout of {timeout} ms "
+                "(max.poll.interval.ms)"
+            )
+            self.at(self.clock.now + timeout, self._join_timeout, gid, token)
+        self.step(
+            "group_prepare_rebalance",
+            "coordinator",
+            f"Group {gid!r} is PreparingRebalance ({why}): {wait}",
+        )
+        self._try_complete_join(g)
+
+    def _initial_delay_over(self, gid: str, token: int, remaining: int) -> None:
+        g = self.coordinator.groups.get(gid)
+        if g is None or self.join_token.get(gid) != token or g.state != "PreparingRebalance":
+            return
+        if self.delay_joined.get(gid) and remaining > 0:
+            self.delay_joined[gid] = False
+            delay = min(self.initial_delay_ms, remaining)
+            self.step(
+                "group_initial_delay",
+                "coordinator",
+                f"Group {gid!r}: members joined during the initial delay, so it waits another {delay} ms",
+            )
+            self.at(self.clock.now + delay, self._initial_delay_over, gid, token, max(remaining - delay, 0))
+            return
+        g.in_initial_delay = False
+        self._complete_join(g)
+
+    def _join_timeout(self, gid: str, token: int) -> None:
+        g = self.coordinator.groups.get(gid)
+        if g is not None and self.join_token.get(gid) == token and g.state == "PreparingRebalance":
+            self._complete_join(g)
+
+    def _try_complete_join(self, g: Group) -> None:
+        if g.state != "PreparingRebalance" or g.in_initial_delay:
+            return
+        if g.pending or not all(m.awaiting_join for m in g.members.values()):
+            return
+        self._complete_join(g)
+
+    def _complete_join(self, g: Group) -> None:
+        """`completeClassicGroupJoin` (GMM 4466-4558): dynamic members that did not rejoin are
+        removed (static ones stay), the generation goes up by one, the assignor is voted, every
+        rejoined member gets its answer (the leader with everyone's subscription)."""
+        gid = g.group_id
+        self.join_token[gid] = self.join_token.get(gid, 0) + 1
+        g.pending.clear()
+        for m in list(g.members.values()):
+            if not m.awaiting_join and m.instance_id is None:
+                self._remove(g, m)
+                self.step(
+                    "group_member_dropped",
+                    "coordinator",
+                    f"Group {gid!r}: {m.member_id} ({m.consumer}) did not rejoin within the rebalance "
+                    "timeout: removed",
+                    consumer=m.consumer,
+                )
+        if g.members and not any(m.awaiting_join for m in g.members.values()):
+            # only static members that did not rejoin are left: no generation without a member to
+            # answer; wait another rebalance timeout, until their sessions expire (GMM 4472-4485)
+            timeout = max(m.rebalance_timeout_ms for m in g.members.values())
+            self.at(self.clock.now + timeout, self._join_timeout, gid, self.join_token[gid])
+            return
+        g.generation += 1
+        reason = g.rebalance_reason
+        if not g.members:
+            g.set_state("Empty", self.clock.now)
+            g.leader = None
+            self._history(g, reason)
+            self.step(
+                "group_join_complete",
+                "coordinator",
+                f"Group {gid!r} has no members left: generation {g.generation}, Empty",
+            )
+            self._schedule_offsets_cleanup()
+            return
+        joined = [m for m in g.members.values() if m.awaiting_join]
+        if g.leader not in g.members or not g.members[g.leader].awaiting_join:
+            # maybeElectNewJoinedLeader: the leader must be a member that rejoined
+            g.leader = min(joined, key=lambda m: m.order).member_id
+        g.selected = select_protocol(g.members.values())
+        g.set_state("CompletingRebalance", self.clock.now)
+        names = ", ".join(sorted(m.consumer for m in g.members.values()))
+        leader = g.members[g.leader].consumer
+        self.step(
+            "group_join_complete",
+            "coordinator",
+            f"Group {gid!r} completes the join: generation {g.generation}, members {names}, leader "
+            f"{leader}, assignor {g.selected} (voted); CompletingRebalance, waiting for the leader's "
+            "SyncGroup",
+        )
+        subs = self._subscriptions(g)
+        for m in g.members.values():
+            if m.awaiting_join:
+                m.awaiting_join = False
+                self._touch(g, m, watch=True)
+                self._reply(
+                    m.consumer,
+                    m.incarnation,
+                    ("join", None, m.member_id, g.generation, g.selected, g.leader,
+                     subs if m.member_id == g.leader else None),
+                )
+
+    def _coord_sync(
+        self,
+        gid: str,
+        cid: str,
+        incarnation: int,
+        member_id: str,
+        generation: int,
+        assignments: dict[str, list[int]] | None,
+    ) -> None:
+        """`classicGroupSync` (GMM 5263-5343)."""
+        g = self.coordinator.groups.get(gid)
+        error = self._member_check(g, member_id, generation, self.consumers[cid].spec.group_instance_id)
+        if g is None or error is not None or g.state == "PreparingRebalance":
+            self._reply(cid, incarnation, ("sync", error or "REBALANCE_IN_PROGRESS", [], generation))
+            return
+        m = g.members[member_id]
+        self._touch(g, m)
+        if g.state == "Stable":
+            self._reply(cid, incarnation, ("sync", None, list(m.assignment), generation))
+            return
+        m.awaiting_sync = True
+        if member_id != g.leader or assignments is None:
+            return
+        for other in g.members.values():
+            other.assignment = tuple(assignments.get(other.member_id, ()))
+        g.set_state("Stable", self.clock.now)
+        self._history(g, g.rebalance_reason)
+        ordered = sorted(g.members.values(), key=lambda o: o.member_id)
+        said = "; ".join(f"{o.consumer} {_names(o.assignment) or 'nothing'}" for o in ordered)
+        self.step(
+            "group_sync_complete",
+            "coordinator",
+            f"Group {gid!r} stores the leader's assignment for generation {g.generation} ({said}) "
+            "and answers every member: Stable",
+        )
+        for other in ordered:
+            if other.awaiting_sync:
+                other.awaiting_sync = False
+                answer = ("sync", None, list(other.assignment), g.generation)
+                self._reply(other.consumer, other.incarnation, answer)
+
+    def _member_check(
+        self, g: Group | None, member_id: str | None, generation: int, instance: str | None
+    ) -> str | None:
+        """The checks Heartbeat and SyncGroup share (GMM 5272-5278, 5584-5603)."""
+        if g is None or g.state in ("Empty", "Dead"):
+            return "UNKNOWN_MEMBER_ID"
+        if instance is not None and g.instances.get(instance) not in (None, member_id):
+            return "FENCED_INSTANCE_ID"
+        if member_id not in g.members:
+            return "UNKNOWN_MEMBER_ID"
+        if generation != g.generation:
+            return "ILLEGAL_GENERATION"
+        return None
+
+    def _coord_heartbeat(
+        self, gid: str, cid: str, incarnation: int, member_id: str | None, generation: int
+    ) -> None:
+        """`classicGroupHeartbeat` (GMM 5534-5603): also resets the member's session timer."""
+        if self.coordinator_broker(gid) is None:
+            return  # lost: the client will find the next coordinator
+        g = self.coordinator.groups.get(gid)
+        error = self._member_check(g, member_id, generation, self.consumers[cid].spec.group_instance_id)
+        if error is None:
+            self._touch(g, g.members[member_id])  # type: ignore[arg-type,union-attr]
+            if g.state == "PreparingRebalance":  # type: ignore[union-attr]
+                error = "REBALANCE_IN_PROGRESS"
+        self._reply(cid, incarnation, ("heartbeat", error, generation))
+
+    def _coord_leave(self, gid: str, member_id: str, why: str) -> None:
+        """`classicGroupLeave`: the member goes at once and the group rebalances."""
+        g = self.coordinator.groups.get(gid)
+        if g is None or member_id not in g.members:
+            return
+        m = g.members[member_id]
+        self._remove(g, m)
+        self.step(
+            "group_member_left",
+            "coordinator",
+            f"Group {gid!r}: LeaveGroup from {member_id} ({why}); the member is removed",
+            consumer=m.consumer,
+        )
+        self._member_gone(g, f"{m.consumer} left")
+
+    def _heartbeats_stopped(self, gid: str, member_id: str) -> None:
+        """The member's heartbeats stop without a LeaveGroup: its session timer runs out at its
+        deadline (an event at its own time)."""
+        g = self.coordinator.groups.get(gid)
+        m = g.members.get(member_id) if g is not None else None
+        if m is not None:
+            self.at(max(m.deadline_ms, self.clock.now), self._session_check, gid, member_id)
+
+    def _touch(self, g: Group, m: Member, *, watch: bool = False) -> None:
+        """Reset the member's session timer; with `watch`, also wake at its end in case no
+        heartbeat comes (a member that never answers its JoinGroup response)."""
+        m.deadline_ms = self.clock.now + m.session_timeout_ms
+        if watch:
+            self.at(m.deadline_ms, self._session_check, g.group_id, m.member_id)
+
+    def _session_check(self, gid: str, member_id: str) -> None:
+        g = self.coordinator.groups.get(gid)
+        m = g.members.get(member_id) if g is not None else None
+        if m is None or m.awaiting_join or self.clock.now < m.deadline_ms:
+            return
+        self._remove(g, m)  # type: ignore[arg-type]
+        static = f" (static member {m.instance_id!r})" if m.instance_id else ""
+        self.step(
+            "group_member_expired",
+            "coordinator",
+            f"No heartbeat from member {member_id} ({m.consumer}){static} for session.timeout.ms="
+            f"{m.session_timeout_ms}: the coordinator removes it",
+            consumer=m.consumer,
+        )
+        self._member_gone(g, f"{m.consumer}'s session timed out")  # type: ignore[arg-type]
+
+    def _remove(self, g: Group, m: Member) -> None:
+        g.members.pop(m.member_id, None)
+        if m.instance_id is not None and g.instances.get(m.instance_id) == m.member_id:
+            del g.instances[m.instance_id]
+        if g.leader == m.member_id:
+            g.leader = None
+
+    def _member_gone(self, g: Group, why: str) -> None:
+        if g.state in ("Stable", "CompletingRebalance"):
+            self._prepare_rebalance(g, why)
+        elif g.state == "PreparingRebalance":
+            if not g.members and not g.in_initial_delay:
+                self._complete_join(g)
+            else:
+                self._try_complete_join(g)
+
+    def _history(self, g: Group, reason: str) -> None:
+        ordered = sorted(g.members.values(), key=lambda m: m.member_id)
+        leader = g.members[g.leader].consumer if g.leader in g.members else None
+        self.history.setdefault(g.group_id, []).append(
+            {
+                "generation": g.generation,
+                "t_ms": self.clock.now,
+                "assignment": {m.consumer: list(m.assignment) for m in ordered},
+                "leader": leader,
+                "protocol": g.selected if g.members else None,
+                "reason": reason,
+            }
+        )
+
+    # ---------------------------------------------------------------------------------------
+    # inside poll()
 
     def _init_positions(self, c: ConsumerProc) -> str | None:
         """OffsetFetch for a group member, then auto.offset.reset for partitions without one."""
@@ -555,6 +1492,8 @@ class Clients:
     def _maybe_auto_commit(self, c: ConsumerProc) -> None:
         if c.group is None or not c.spec.enable_auto_commit or self.clock.now < c.next_auto_commit_ms:
             return
+        if c.mode == "subscribe" and (c.generation < 0 or c.cstate != "none"):
+            return  # not a stable member: Kafka's asynchronous commit would fail, nothing is stored
         c.next_auto_commit_ms = self.clock.now + c.spec.auto_commit_interval_ms
         if c.position:
             self._send_commit(c, dict(c.position), wait=False, why="auto-commit")
@@ -652,20 +1591,24 @@ class Clients:
         )
 
     def _why_empty(self, c: ConsumerProc) -> str:
-        if c.mode == "subscribe" and c.member_id is None:
+        if c.mode == "subscribe" and not c.assigned and (c.generation < 0 or c.cstate != "none"):
             g = c.group
             if self.coordinator_broker(g) is None:  # type: ignore[arg-type]
                 return f"it cannot join group {g!r}: no running broker can coordinate it"
             group = self.coordinator.groups.get(g)  # type: ignore[arg-type]
-            if group is not None and group.members:
-                wait = "the coordinator still waits for a crashed member's session to time out"
-            else:
+            if group is not None and group.in_initial_delay:
                 wait = (
                     f"a new group waits group.initial.rebalance.delay.ms ({self.initial_delay_ms} ms) "
                     "for more members"
                 )
-            at = f", at {c.join_ready_ms} ms" if c.join_ready_ms is not None else ""
-            return f"it is still joining group {g!r} and has no partitions yet ({wait}{at})"
+            elif group is not None and group.state == "PreparingRebalance":
+                wait = (
+                    "the coordinator waits for every member to rejoin (a crashed one until its "
+                    "session times out)"
+                )
+            else:
+                wait = f"the group is {group.state if group else 'not created yet'}"
+            return f"it is still joining group {g!r} and has no partitions yet ({wait})"
         if not c.assigned:
             return "no partitions are assigned to it"
         caught_up: list[str] = []
@@ -740,14 +1683,21 @@ class Clients:
             return "COORDINATOR_NOT_AVAILABLE"
         self.run_to(self.clock.now + HOP_MS)
         tps = {(self.topic, p): o for p, o in offsets.items()}
-        if c.mode == "subscribe" and c.member_id is not None:
+        member, generation = c.member_id, c.generation
+        if member is None and c.stale is not None:
+            member, generation = c.stale
+        if c.mode == "subscribe" and member is not None:
             error = self.coordinator.commit(
-                c.group,
+                c.group,  # type: ignore[arg-type]
                 tps,
                 self.clock.now,
-                member=c.member_id,  # type: ignore[arg-type]
-                generation=c.generation,
+                member=member,
+                generation=generation,
+                instance=c.spec.group_instance_id,
             )
+            g = self.coordinator.groups.get(c.group)  # type: ignore[arg-type]
+            if error is None and g is not None and member in g.members:
+                self._touch(g, g.members[member])  # a commit counts as a heartbeat (OMM 456-466)
         else:
             error = self.coordinator.commit(c.group, tps, self.clock.now)  # type: ignore[arg-type]
         said = ", ".join(f"P{p} {o}" for p, o in sorted(offsets.items())) or "nothing"
@@ -766,28 +1716,6 @@ class Clients:
         if wait:
             self.run_to(self.clock.now + HOP_MS)
         return error
-
-    def _session_expired(self, cid: str, member: str) -> None:
-        c = self.consumers[cid]
-        g = self.coordinator.groups.get(c.group) if c.group else None
-        if g is None or member not in g.members:
-            return
-        self._leave(c.group, member)  # type: ignore[arg-type]
-        self.step(
-            "group_member_expired",
-            "coordinator",
-            f"No heartbeat from member {member} ({cid}'s crashed process) for "
-            f"session.timeout.ms={c.spec.session_timeout_ms}: the coordinator removes it; group "
-            f"{c.group!r} is {g.state}",
-            consumer=cid,
-        )
-
-    def _leave(self, group_id: str, member: str) -> None:
-        g = self.coordinator.groups[group_id]
-        g.members.discard(member)
-        if not g.members:
-            g.set_state("Empty", self.clock.now)
-            self._schedule_offsets_cleanup()
 
     def _schedule_offsets_cleanup(self) -> None:
         """Queue the first offsets-retention check (every offsets.retention.check.interval.ms,
@@ -839,19 +1767,44 @@ class Clients:
             c.status = "running"
             c.incarnation += 1
             c.member_id = None
-            c.join_ready_ms = None
+            c.generation = -1
             c.position = {}
             c.awaiting_reset = {}
+            c.cstate = "none"
+            c.need_rejoin = False
+            c.inbox = []
+            c.fenced = False
+            c.stalled_until = -1
+            c.stale = None
+            c.previous = []
+            c.last_poll_ms = self.clock.now
+            c.meta_partitions = len(self.sims)  # a new process fetches the topic's metadata
+            c.meta_next_ms = self.clock.now + METADATA_MAX_AGE_MS
+            c.leader_of = None
 
     def _stop(self, c: ConsumerProc) -> None:
         c.alive = False
         c.member_id = None
         c.generation = -1
-        c.join_ready_ms = None
         c.position = {}
         c.awaiting_reset = {}
+        c.inbox = []
+        c.cstate = "none"
+        self._hb_stop(c)
         if c.mode == "subscribe":
             c.assigned = []
+        for why in list(c.down):
+            self._down(c, why, False)
+
+    def _down(self, c: ConsumerProc, why: str, on: bool) -> None:
+        """Open or close one of the member's downtime intervals (`consumers[id].downtime`)."""
+        now = self.clock.now
+        if on:
+            c.down.setdefault(why, now)
+            return
+        since = c.down.pop(why, None)
+        if since is not None and now > since:
+            c.downtime.append({"from_ms": since, "to_ms": now, "why": why})
 
     def _error(self, c: ConsumerProc, error: str, text: str, partition: int | None = None) -> None:
         c.errors.append({"t_ms": self.clock.now, "error": error})
@@ -876,6 +1829,14 @@ class Clients:
                     "assigned": list(c.assigned),
                     "position": _keyed(c.position),
                     "committed": self._committed(c.group) if c.group else {},
+                    # the client's side of a rebalance (issue 12): "none", "joining" (JoinGroup
+                    # sent), "syncing" (SyncGroup sent); rejoin pending; application stalled
+                    "rebalance": c.cstate,
+                    "needs_rejoin": c.need_rejoin,
+                    "stalled": c.alive and self.clock.now < c.stalled_until,
+                    "static": c.spec.group_instance_id is not None,
+                    **self._timers(c),
+                    **self._downtime(c),
                 }
                 for cid, c in self.consumers.items()
             },
@@ -891,18 +1852,27 @@ class Clients:
     def groups(self) -> dict[str, GroupResult]:
         out: dict[str, GroupResult] = {}
         for gid, g in sorted(self.coordinator.groups.items()):
-            owners = sorted(self.member_owner[m] for m in g.members if m in self.member_owner)
-            members = {cid: list(self.consumers[cid].assigned) for cid in owners}
+            members: dict[str, list[int]] = {}
+            for m in sorted(g.members.values(), key=lambda m: m.member_id, reverse=True):
+                # the coordinator's view: what the last SyncGroup gave each member (a consumer
+                # that restarted before its old member expired shows the old one by member id)
+                members[m.member_id if m.consumer in members else m.consumer] = list(m.assignment)
+            members = dict(sorted(members.items()))
+            specs = [self.consumers[m.consumer].spec for m in g.members.values()]
+            cooperative = bool(specs) and all(s.rebalance_protocol == COOPERATIVE for s in specs)
+            leader = g.members[g.leader].consumer if g.leader in g.members else None
             out[gid] = {
                 "state": g.state,
                 "generation": g.generation,
-                "protocol": "eager",
-                "leader": next(iter(members), None),
+                "protocol": "cooperative" if cooperative else "eager",
+                "leader": leader,
                 "members": members,
                 "committed": self._committed(gid),
                 "coordinator": self.coordinator_broker(gid),
                 "offsets_partition": offsets_partition_for(gid, self.offsets_partitions),
                 "history": list(self.history.get(gid, [])),
+                "assignor": g.selected,
+                "rebalances": sum(1 for h in self.history.get(gid, []) if h["assignment"]),
             }
         return out
 
@@ -919,11 +1889,41 @@ class Clients:
                     "position": _keyed(c.position),
                     "received": c.received,
                     "errors": c.errors,
+                    **self._downtime(c),
                 }
                 for cid, c in self.consumers.items()
             },
             "groups": self.groups(),
         }
+
+    def _timers(self, c: ConsumerProc) -> dict[str, int | None]:
+        """The two timers that catch a failed member, for a view: when max.poll.interval.ms runs
+        out without poll() (the client's heartbeat thread) and when session.timeout.ms runs out
+        without a heartbeat (the coordinator), or None when not running."""
+        poll_deadline = session_deadline = None
+        if c.alive and c.mode == "subscribe" and c.hb_on:
+            stalled = self.clock.now < c.stalled_until
+            if c.spec.loop_ms is None or stalled:
+                poll_deadline = c.last_poll_ms + c.spec.max_poll_interval_ms
+        g = self.coordinator.groups.get(c.group) if c.group else None
+        member = c.member_id or (c.stale[0] if c.stale else None)
+        if g is not None and member in g.members:
+            session_deadline = g.members[member].deadline_ms
+        return {"poll_deadline_ms": poll_deadline, "session_deadline_ms": session_deadline}
+
+    def _downtime(self, c: ConsumerProc) -> dict[str, Any]:
+        """`downtime` (closed intervals, and the open ones up to now) and their union's length."""
+        now = self.clock.now
+        spans = [dict(d) for d in c.downtime]
+        spans += [{"from_ms": t, "to_ms": now, "why": why} for why, t in c.down.items()]  # still open
+        spans.sort(key=lambda d: (d["from_ms"], d["to_ms"]))
+        total, reach = 0, None
+        for d in spans:
+            lo = d["from_ms"] if reach is None else max(d["from_ms"], reach)
+            if d["to_ms"] > lo:
+                total += d["to_ms"] - lo
+            reach = d["to_ms"] if reach is None else max(reach, d["to_ms"])
+        return {"downtime": spans, "downtime_ms": total}
 
 
     # ---------------------------------------------------------------------------------------
@@ -957,3 +1957,12 @@ class Clients:
 def _keyed(offsets: dict[int, int]) -> dict[str, int]:
     """Offsets by partition, keyed by the partition number as a string (JSON object keys)."""
     return {str(p): o for p, o in sorted(offsets.items())}
+
+
+def _names(partitions: Any) -> str:
+    """Partitions as the steps name them: "P0, P1"."""
+    return ", ".join(f"P{p}" for p in partitions)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

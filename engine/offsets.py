@@ -5,7 +5,8 @@ Pure and clock-free (time is passed in). The rules paraphrase Kafka 4.x's group 
 (`GroupCoordinatorService`, `OffsetMetadataManager`, `ClassicGroup`) and the classic
 `KafkaConsumer` (`ConsumerCoordinator`, `SubscriptionState`); each function names the one it follows.
 
-Simplifications: one coordinator that never moves; a commit is accepted or refused at once (no
+Simplifications: the coordinator's group state survives its moves (the new leader of the offsets
+partition rebuilds it from the log); a commit is accepted or refused at once (no
 request in flight); auto-commit's asynchronous commit lands before the `poll()` that sent it
 returns; a group is "classic" (subscribe) or "simple" (assign, admin tools), never KIP-848.
 """
@@ -73,9 +74,17 @@ class Group:
     state: GroupState = "Empty"
     state_since_ms: int = 0
     generation: int = 0
-    members: set[str] = field(default_factory=set)
+    # member id -> its record (engine/groups.Member); only membership is read here
+    members: Any = field(default_factory=dict)
     subscribed: set[str] = field(default_factory=set)  # topics its members subscribe to
     offsets: dict[TopicPartition, Commit] = field(default_factory=dict)
+    instances: dict[str, str] = field(default_factory=dict)  # group.instance.id -> its member id now
+    # the classic protocol's state (engine/consumers.py drives it)
+    leader: str | None = None  # the member id of the group leader
+    selected: str | None = None  # the assignor the last join phase voted for
+    pending: set[str] = field(default_factory=set)  # ids handed out with MEMBER_ID_REQUIRED
+    in_initial_delay: bool = False  # a new group's first join waits group.initial.rebalance.delay.ms
+    rebalance_reason: str = ""  # what started the rebalance in progress
 
     def set_state(self, state: GroupState, now_ms: int) -> None:
         if state != self.state:
@@ -97,11 +106,12 @@ class Coordinator:
         *,
         member: str | None = None,
         generation: int = -1,
+        instance: str | None = None,
     ) -> str | None:
-        """`OffsetMetadataManager.commitOffset` after `ClassicGroup.validateOffsetCommit`: None when
-        accepted, else the error code. The offset value itself is never checked: not against the
-        log, not against the previous commit (a commit may go backwards), not against who owns the
-        partition. Last write wins."""
+        """`OffsetMetadataManager.commitOffset` after `ClassicGroup.validateOffsetCommit` (checks in
+        the order of Kafka's, CG 823-864): None when accepted, else the error code. The offset
+        value itself is never checked: not against the log, not against the previous commit (a
+        commit may go backwards), not against who owns the partition. Last write wins."""
         group = self.groups.get(group_id)
         if group is None:
             if generation >= 0:
@@ -113,6 +123,11 @@ class Coordinator:
             if group.state != "Empty":
                 return "UNKNOWN_MEMBER_ID"
         else:
+            if instance is not None:
+                if instance not in group.instances:
+                    return "UNKNOWN_MEMBER_ID"
+                if group.instances[instance] != member:
+                    return "FENCED_INSTANCE_ID"
             if member not in group.members:
                 return "UNKNOWN_MEMBER_ID"
             if generation != group.generation:

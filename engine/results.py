@@ -70,6 +70,12 @@ class ConsumerError(TypedDict):
     error: str
 
 
+class Downtime(TypedDict):
+    from_ms: int
+    to_ms: int
+    why: str  # "revoked" (eager revocation to assignment), "unassigned" (owns nothing), "stalled"
+
+
 class ConsumerResult(TypedDict):
     alive: bool
     member_id: str | None
@@ -78,12 +84,19 @@ class ConsumerResult(TypedDict):
     position: dict[str, int]
     received: list[ReceivedRecord]
     errors: list[ConsumerError]
+    # consumer groups (issue 12): when the live member processed nothing, and for how long
+    downtime: list[Downtime]
+    downtime_ms: int
 
 
 class GenerationRecord(TypedDict):
     generation: int
     t_ms: int
     assignment: dict[str, list[int]]
+    # consumer groups (issue 12)
+    leader: str | None
+    protocol: str | None  # the assignor voted for this generation
+    reason: str  # what started the rebalance
 
 
 class GroupResult(TypedDict):
@@ -96,6 +109,9 @@ class GroupResult(TypedDict):
     coordinator: int | None
     offsets_partition: int
     history: list[GenerationRecord]
+    # consumer groups (issue 12)
+    assignor: str | None  # the assignor the last join phase voted for
+    rebalances: int  # completed generations that assigned partitions to members
 
 
 class ProducerResult(TypedDict):

@@ -42,6 +42,8 @@ _CG = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/classi
 _BIP = "clients/src/main/java/org/apache/kafka/clients/producer/internals/BuiltInPartitioner.java"
 _META = "clients/src/main/java/org/apache/kafka/clients/Metadata.java"
 _KP = "clients/src/main/java/org/apache/kafka/clients/producer/KafkaProducer.java"
+_AC = "clients/src/main/java/org/apache/kafka/clients/consumer/internals/AbstractCoordinator.java"
+_GMM = "group-coordinator/src/main/java/org/apache/kafka/coordinator/group/GroupMetadataManager.java"
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,7 +478,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "105-160",
         "the leader-epoch cache records where an epoch starts",
     ),
-    # consumer client and its group coordinator (contract part 2; single-member groups)
+    # consumer client and its group coordinator (contract part 2)
     "consumer_subscribe": StepKind(
         "consumer", "KafkaConsumer.subscribe", _KC, "", "the application subscribes; it joins in poll()"
     ),
@@ -566,6 +568,144 @@ STEP_KINDS: dict[str, StepKind] = {
         _CG,
         "",
         "no heartbeat for session.timeout.ms: the coordinator removes the member",
+    ),
+    # consumer groups, the classic protocol message by message (issue 12, engine/consumers.py)
+    "consumer_join_group": StepKind(
+        "consumer",
+        "AbstractCoordinator.sendJoinGroupRequest",
+        _AC,
+        "",
+        "the member sends JoinGroup: its member id (empty the first time), generation, assignors and "
+        "owned partitions",
+    ),
+    "group_member_id_required": StepKind(
+        "coordinator",
+        "GroupMetadataManager.classicGroupJoinNewDynamicMember",
+        _GMM,
+        "4244-4272",
+        "a new dynamic member gets MEMBER_ID_REQUIRED with the id it must join with (KIP-394)",
+    ),
+    "group_prepare_rebalance": StepKind(
+        "coordinator",
+        "GroupMetadataManager.prepareRebalance",
+        _GMM,
+        "4799-4888",
+        "the group moves to PreparingRebalance: it parks JoinGroups until every member has rejoined "
+        "(a new group first waits group.initial.rebalance.delay.ms)",
+    ),
+    "group_initial_delay": StepKind(
+        "coordinator",
+        "GroupMetadataManager (InitialDelayedJoin)",
+        _GMM,
+        "4856-4888",
+        "members joined during the new group's initial delay: the wait starts again",
+    ),
+    "group_join_complete": StepKind(
+        "coordinator",
+        "GroupMetadataManager.completeClassicGroupJoin",
+        _GMM,
+        "4466-4558",
+        "the join phase ends: the generation goes up by one, the assignor is voted, the leader gets "
+        "every member's subscription; CompletingRebalance",
+    ),
+    "group_member_dropped": StepKind(
+        "coordinator",
+        "GroupMetadataManager.completeClassicGroupJoin",
+        _GMM,
+        "4472-4485",
+        "a dynamic member did not rejoin within the rebalance timeout: it is removed",
+    ),
+    "consumer_leader_assign": StepKind(
+        "consumer",
+        "ConsumerCoordinator.onLeaderElected",
+        _CC,
+        "",
+        "the group leader runs the assignor on the client and computes every member's partitions",
+    ),
+    "consumer_sync_group": StepKind(
+        "consumer",
+        "AbstractCoordinator.sendSyncGroupRequest",
+        _AC,
+        "",
+        "the member sends SyncGroup (the leader's carries every member's assignment)",
+    ),
+    "group_sync_complete": StepKind(
+        "coordinator",
+        "GroupMetadataManager.classicGroupSync",
+        _GMM,
+        "5263-5333",
+        "the leader's SyncGroup arrives: the coordinator stores the assignment, answers every member; "
+        "Stable",
+    ),
+    "consumer_revoke": StepKind(
+        "consumer",
+        "ConsumerCoordinator.onJoinPrepare / onJoinComplete",
+        _CC,
+        "786-809",
+        "onPartitionsRevoked: eager revokes everything before JoinGroup; cooperative revokes only what "
+        "moves, after SyncGroup, and rejoins",
+    ),
+    "consumer_partitions_lost": StepKind(
+        "consumer",
+        "ConsumerCoordinator.onJoinPrepare",
+        _CC,
+        "",
+        "onPartitionsLost: the member lost its generation, so it no longer owns anything",
+    ),
+    "consumer_heartbeat_rebalance": StepKind(
+        "consumer",
+        "GroupMetadataManager.classicGroupHeartbeat",
+        _GMM,
+        "5534-5603",
+        "a heartbeat is answered REBALANCE_IN_PROGRESS: the member rejoins at its next poll()",
+    ),
+    "consumer_heartbeat_error": StepKind(
+        "consumer",
+        "GroupMetadataManager.classicGroupHeartbeat",
+        _GMM,
+        "5584-5603",
+        "a heartbeat is refused (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID)",
+    ),
+    "consumer_poll_timeout": StepKind(
+        "consumer",
+        "AbstractCoordinator (HeartbeatThread)",
+        _AC,
+        "1147-1188",
+        "no poll() for max.poll.interval.ms: the heartbeat thread sends LeaveGroup (a static member just "
+        "stops heartbeating)",
+    ),
+    "consumer_metadata_change": StepKind(
+        "consumer",
+        "ConsumerCoordinator.rejoinNeededOrPending",
+        _CC,
+        "",
+        "the group leader's metadata refresh shows a new partition count: it rejoins, the group "
+        "reassigns",
+    ),
+    "consumer_stall": StepKind(
+        "operator", "(application busy)", "", "", "the application stops calling poll(); heartbeats go on"
+    ),
+    "group_member_left": StepKind(
+        "coordinator",
+        "GroupMetadataManager.classicGroupLeave",
+        _GMM,
+        "",
+        "LeaveGroup: the coordinator removes the member and rebalances",
+    ),
+    "group_static_rejoin": StepKind(
+        "coordinator",
+        "GroupMetadataManager.updateStaticMemberThenRebalanceOrCompleteJoin",
+        _GMM,
+        "5098-5204",
+        "a static member comes back under a new member id: its old id is fenced; in a Stable group it "
+        "gets its old assignment with no rebalance",
+    ),
+    "consumer_fenced": StepKind(
+        "consumer",
+        "ConsumerCoordinator (FENCED_INSTANCE_ID)",
+        _CC,
+        "1356-1375",
+        "another process took this group.instance.id: FENCED_INSTANCE_ID is fatal for this one",
     ),
     "broker_delete_segments": StepKind(
         "broker",

@@ -1032,7 +1032,6 @@ def test_C1_keyed_records_on_three_partitions_read_by_whoever_owns_the_partition
     assert rows(received(r, "c1")) == [(0, "c1")]
 
 
-@NOT_YET("groups of two members (rebalancing) are not simulated yet (issue 12)")
 def test_C1_keyed_records_on_three_partitions():
     """§F.C C1 (§C.2 table): alice -> p0, bob -> p0, carol -> p2, key-1 -> p0, key-0 -> p1. Every
     record with key bob goes to p0 and is read in write order by whoever owns p0: with two
@@ -1101,7 +1100,6 @@ def test_C2_growing_from_3_to_4_partitions():
     # ones in p0" is a possibility, not an outcome the reference fixes.
 
 
-@NOT_YET("a group's rebalance onto partitions added after it subscribed is not simulated yet")
 def test_C2_a_latest_consumer_skips_what_a_new_partition_got_before_it_noticed():
     """§C.4 (the consumer side of C2) and §A.5 (CCfg 178-179): only the group leader watches for a
     new partition count, at its metadata refresh; a new partition has no committed offset, so under

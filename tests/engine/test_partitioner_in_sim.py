@@ -219,11 +219,6 @@ def test_a_consumer_assigned_a_new_partition_reads_it():
             "actions[1].do",
             "set",
         ),
-        (
-            [{"do": "subscribe", "consumer": "c0"}, {"do": "add_partitions", "count": 4}],
-            "actions[1].do",
-            "rebalance",
-        ),
     ],
 )
 def test_add_partitions_after_what_a_new_partition_cannot_replay_is_refused(actions, path, words):
@@ -232,6 +227,18 @@ def test_add_partitions_after_what_a_new_partition_cannot_replay_is_refused(acti
         simulate(sc)
     (p,) = e.value.problems
     assert p["path"] == path and "not simulated yet" in p["message"] and words in p["message"]
+
+
+def test_a_group_that_subscribed_before_add_partitions_is_simulated():
+    """Issue 12 lifted the refusal: the group leader's metadata refresh rebalances the group onto
+    the new partitions (test_clients_canonical.py's C2 has the story)."""
+    sc = {
+        "topic": {"partitions": 3},
+        "consumers": [{"id": "c0", "group.id": "g", "loop_ms": 1_000}],
+        "actions": [{"do": "subscribe", "consumer": "c0"}, {"do": "add_partitions", "count": 4},
+                    {"do": "advance", "ms": 310_000}],
+    }  # fmt: skip
+    assert simulate(sc)["groups"]["g"]["members"] == {"c0": [0, 1, 2, 3]}
 
 
 def test_metadata_max_age_ms_takes_kafkas_default_and_refuses_negative_values():

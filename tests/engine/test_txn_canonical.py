@@ -423,14 +423,8 @@ def test_a_transaction_timeout_above_the_brokers_maximum_is_refused_by_init():
 # ---------------------------------------------------------------------------------------------
 # B5: consume-transform-produce (KIP-447). c1 (group g) reads in0-in4 from P0; its producer tx
 # (transactional.id tx-1) writes an output to P1 and sends the offsets with c1's group metadata.
-# c1's process then dies (the reference's C1 stalls; the engine's consumer groups have one live
-# member at a time for now), its member expires, c2 takes P0 over.
-
-
-def NOT_YET(why: str) -> pytest.MarkDecorator:  # noqa: N802 - reads as a marker
-    """A canonical scenario the engine does not reproduce yet: strict, so the mark must go as soon
-    as the engine passes it."""
-    return pytest.mark.xfail(reason=why, strict=True, raises=(AssertionError, ScenarioError))
+# In the first stories c1's process dies, its member expires and c2 takes P0 over; the last one
+# is the reference's own: c1 stalls past max.poll.interval.ms while c2 is in the group.
 
 
 B5_CONSUMERS = [
@@ -491,7 +485,7 @@ def test_B5_when_c1s_transaction_aborts_c2_reprocesses_and_c1s_output_is_invisib
 
 def test_B5_the_transactional_commit_is_checked_like_a_commit_member_and_generation():
     """The group coordinator's TxnOffsetCommit check (ClassicGroup.validateOffsetCommit): the
-    KIP-447 fence. The end-to-end story needs a rebalance of a live member (below, NOT_YET)."""
+    KIP-447 fence; the end-to-end story is the test below."""
     from engine.consumers import Clients
     from engine.offsets import Group
 
@@ -503,7 +497,6 @@ def test_B5_the_transactional_commit_is_checked_like_a_commit_member_and_generat
     assert clients.check_txn_commit("g", None, -1) == "UNKNOWN_MEMBER_ID"
 
 
-@NOT_YET("a live member leaving on max.poll.interval.ms and a two-member rebalance come with the groups work")
 def test_B5_a_stale_generation_is_fenced_and_the_application_must_abort():
     """§E.B B5, last case: C1 stalls past max.poll.interval.ms, the group moves to the next
     generation with C2 owning p0; C1's producer then sends offsets with its old generation:
@@ -521,7 +514,7 @@ def test_B5_a_stale_generation_is_fenced_and_the_application_must_abort():
         call("abort_transaction", "tx"),
     ]
     r = run(actions, partitions=2, producers=B5_PRODUCERS, consumers=consumers)
-    assert r["transactions"][3]["error"] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
+    assert r["transactions"][3]["error"] == "UNKNOWN_MEMBER_ID"  # c1 was removed from the group
     assert r["transactions"][4]["outcome"] == "error"
     assert r["transactions"][5]["outcome"] == "aborted"
 

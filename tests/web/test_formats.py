@@ -152,7 +152,7 @@ def test_the_key_moments_and_the_step_bar_count_the_same_steps(client):
 def test_a_live_answer_reads_the_clock_as_the_page_does(client):
     page = client.get("/scenes/01?beat=consumer-pulls&step=15&q=first-poll-is-slow")
     check_page(page.text)
-    assert "its first rebalance finished at t = 3.004 s" in page.text
+    assert "its first rebalance finished at t = 3.005 s" in page.text
 
 
 @pytest.mark.parametrize(
