@@ -33,11 +33,17 @@ clients/.../record/MemoryRecords.java (MR), storage/.../log/LogValidator.java (L
 
 Not modelled: the offset map's 128 MiB buffer and MD5 hash collisions (every pass maps its whole
 dirty range), transactions (aborted batches and markers: the last stable offset bounds the range
-as Kafka does), message formats before v2 (the legacy horizon), producer-state expiry checked
-every 10 minutes (a producer counts as active while its last batch is younger than
-`producer.id.expiration.ms`), and a rewritten batch's exact size: a batch that keeps k of its n
+as Kafka does), message formats before v2 (the legacy horizon), the producer-expiry check's
+schedule restarting with a broker (it runs every 10 minutes from the log's creation at time 0
+here), and a rewritten batch's exact size: a batch that keeps k of its n
 records keeps the batch overhead and k/n of the rest of its bytes, an empty one only the overhead
 (or its whole size when that is smaller).
+
+Replicas: each broker's cleaner cleans its own copy on the same grid. A follower that fetches below
+its leader's cleaner point copies the leader's cleaned batches, gaps and horizons included, as a
+fetch returns them (engine/actors/log.py); a truncation moves the checkpoint to the base of the
+segment left active (LogManager.truncateTo). Not modelled there: a power loss can cut into cleaned
+segments here, where Kafka flushes a segment when it rolls and a cleaned one before it is swapped in.
 
 Vocabulary: this follows the cleaner's code, not the design doc. The log is a *clean* part
 (already compacted) then a *dirty* part; the boundary is the *cleaner point* (the first dirty
@@ -76,6 +82,7 @@ from .segments import (
 )
 
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = 600_000  # producer.id.expiration.check.interval.ms
 INVALID_RECORD = "INVALID_RECORD"
 
 # what ends the cleanable range (the first uncleanable offset's reason)
@@ -209,13 +216,20 @@ def next_cleanable_ms(log: SegmentedLog, now_ms: int) -> int | None:
 def active_producers(log: SegmentedLog, now_ms: int,
                      expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> dict[int, int]:
     """`UnifiedLog.lastRecordsOfActiveProducers`: each idempotent producer's last data offset, for
-    producers whose last batch is younger than producer.id.expiration.ms."""
+    producers not yet expired. A producer expires only when the periodic check finds its last
+    batch at least producer.id.expiration.ms old (`PeriodicProducerExpirationCheck`, UnifiedLog
+    469-470, every producer.id.expiration.check.interval.ms from the log's creation), so it stays
+    active up to one interval longer."""
     last: dict[int, tuple[int, int]] = {}
     for s in log.segments:
         for b in s.batches:
             if b.producer_id >= 0:
                 last[b.producer_id] = (b.last_offset, b.max_timestamp_ms)
-    return {pid: off for pid, (off, ts) in last.items() if now_ms - ts < expiration_ms}
+    interval = PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS
+    check = now_ms - now_ms % interval  # the last check at or before now (none before the first)
+    if check < interval:
+        return {pid: off for pid, (off, _ts) in last.items()}
+    return {pid: off for pid, (off, ts) in last.items() if check - ts < expiration_ms}
 
 
 @dataclass
@@ -233,6 +247,11 @@ class CleanPass:
     stamped: list[int] = field(default_factory=list)  # tombstones kept, horizon written now
     horizon_ms: int | None = None  # the horizon written this pass
     empty_batches: int = 0  # batches kept with no records
+    # the batches kept with no records, (base offset, last offset, why): "producer" (an active
+    # idempotent producer's last batch) or "end" (the last batch of the pass); and the segments
+    # the pass left empty (their base offsets)
+    kept_empty: list[tuple[int, int, str]] = field(default_factory=list)
+    empty_segments: list[int] = field(default_factory=list)
 
     @property
     def removed(self) -> int:
@@ -260,7 +279,9 @@ def _group_by_size(segments: list[Segment], config: LogConfig, first_uncleanable
             if not (size + nxt.size_bytes <= config.segment_bytes
                     and oidx + noidx <= config.segment_index_bytes
                     and tidx + ntidx <= config.segment_index_bytes
-                    and (nxt.size_bytes == 0 or last_offset - group[-1].base_offset <= INT_MAX)):
+                    # LCl 992 `group.last`: the group is built in reverse, so that is its FIRST
+                    # segment: the merged segment's offsets must fit 32 bits from its base
+                    and (nxt.size_bytes == 0 or last_offset - group[0].base_offset <= INT_MAX)):
                 break
             group.append(nxt)
             size += nxt.size_bytes
@@ -323,6 +344,8 @@ def clean(log: SegmentedLog, cleanable: Cleanable, now_ms: int, mapped: CleanPas
                 if kept_batch is not None:
                     cleaned.append(kept_batch, config, now_ms)
         cleaned.last_modified_ms = group[-1].last_modified_ms  # LCl 703-705
+        if not cleaned.batches:
+            done.empty_segments.append(cleaned.base_offset)
         out.append(cleaned)
     log.segments[:n_to_clean] = out
     log.cleaned_away.update(done.superseded)
@@ -364,6 +387,7 @@ def _clean_batch(b: Batch, offset_map: Mapping[str, int], latest: int, upper: in
     last_of_producer = b.producer_id >= 0 and producers.get(b.producer_id) == b.last_offset
     if last_of_producer or b.last_offset + 1 == upper:
         done.empty_batches += 1
+        done.kept_empty.append((b.base_offset, b.last_offset, "producer" if last_of_producer else "end"))
         return Batch((), _resized(b, 0), b.producer_id, b.delete_horizon_ms, (b.base_offset, b.last_offset),
                      b.max_timestamp_ms)
     return None

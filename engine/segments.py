@@ -418,8 +418,12 @@ class SegmentedLog:
         self.log_start_offset = min(self.log_start_offset, offset)
         if self.cleaned_away:
             self.cleaned_away = {o for o in self.cleaned_away if o < offset}
-        if self.cleaner_checkpoint is not None and self.cleaner_checkpoint > offset:
-            self.cleaner_checkpoint = offset
+        # LogManager.truncateTo -> maybeTruncateCleanerCheckpointToActiveSegmentBaseOffset (LM
+        # 752-759, 926-929): the cleaner checkpoint drops to the base of the segment the
+        # truncation left active, not to the truncation offset (cleaning restarts at a boundary)
+        active_base = self.segments[-1].base_offset
+        if self.cleaner_checkpoint is not None and self.cleaner_checkpoint > active_base:
+            self.cleaner_checkpoint = active_base
 
     def update_high_watermark(self, offset: int) -> int:
         """`UnifiedLog.updateHighWatermark`: clamped into [log start offset, LEO]."""

@@ -127,11 +127,14 @@ class CleanerRole:
         backoff = self.cfg.timing.log_cleaner_backoff_ms
         if c.cleanable_bytes == 0:
             if c.limit == MIN_LAG:
-                why = (f"nothing is cleanable yet: the dirty segment at {c.first_uncleanable} has a record "
-                       f"newer than min.compaction.lag.ms={config.min_compaction_lag_ms}")
+                young = next(s for s in seg.segments if s.base_offset == c.first_uncleanable)
+                why = (f"nothing is cleanable yet: the dirty segment at {c.first_uncleanable} holds a record "
+                       f"younger than min.compaction.lag.ms={config.min_compaction_lag_ms} (its newest "
+                       f"timestamp is {young.largest_timestamp_ms} ms)")
             elif c.limit == LAST_STABLE_OFFSET:
-                why = (f"nothing is cleanable yet: the dirty records from {c.first_dirty} are not all below "
-                       "the last stable offset (the high watermark)")
+                why = (f"nothing is cleanable yet: the cleaner stops at the last stable offset, here the "
+                       f"high watermark {seg.last_stable_offset}, and no dirty segment from {c.first_dirty} "
+                       "lies wholly below it")
             else:
                 why = (f"nothing is cleanable: the dirty records from {c.first_dirty} are all in the active "
                        "segment, which is never cleaned")
@@ -179,10 +182,24 @@ class CleanerRole:
         )
         text = f"B{bid}'s log cleaner recopies {groups}: keeps {p.kept} record{'s' * (p.kept != 1)}"
         if p.superseded:
-            text += f", removes {len(p.superseded)} superseded (offsets {_fmt_offset_list(p.superseded)})"
+            text += (f", removes {len(p.superseded)} superseded (offset{'s' * (len(p.superseded) > 1)} "
+                     f"{_fmt_offset_list(p.superseded)})")
+        for base, last, why in p.kept_empty[:4]:
+            span = f"{base}" if base == last else f"{base}-{last}"
+            text += (f"; the batch at {span} stays with no records (its header only), "
+                     + ("the last batch of an idempotent producer still active, to keep its sequence number"
+                        if why == "producer" else "the last batch of this pass, to keep where it ends"))
+        if p.empty_segments:
+            text += (f"; segment{'s' * (len(p.empty_segments) > 1)} {_fmt_offset_list(p.empty_segments)} "
+                     f"{'are' if len(p.empty_segments) > 1 else 'is'} left empty, until a later pass merges "
+                     f"{'them' if len(p.empty_segments) > 1 else 'it'} with the next")
         if p.stamped:
-            text += (f"; tombstone{'s' * (len(p.stamped) > 1)} at {_fmt_offset_list(p.stamped)} kept until "
-                     f"{p.horizon_ms} ms (delete.retention.ms={config.delete_retention_ms} after this pass)")
+            many = len(p.stamped) > 1
+            text += (f"; tombstone{'s' * many} at {_fmt_offset_list(p.stamped)} kept, "
+                     f"{'their' if many else 'its'} batch stamped with the delete horizon {p.horizon_ms} ms "
+                     f"(this pass's time + delete.retention.ms={config.delete_retention_ms}): while it is "
+                     "its key's latest record, passes before then keep it and the first pass at or after "
+                     "then removes it")
         text += f"; offsets stay as they were; cleaner point {c.first_dirty} -> {p.cleaner_point}"
         self.step(
             "cleaner_rewrite",
@@ -197,13 +214,28 @@ class CleanerRole:
             horizon_ms=p.horizon_ms,
         )
         if p.expired:
+            # a key written again after its tombstone (in the dirty part, not mapped by this pass)
+            # still shows that later value to a reader from the start
+            log = self.brokers[bid].log
+            dropped = {self.batches[log[o][2]].key: o for o in p.expired if log[o][2] >= 0}
+            again = {r.key for s in seg.segments for b in s.batches for r in b.records
+                     if r.key in dropped and r.offset > dropped[r.key]}
+            many = len(p.expired) > 1
+            if not again:
+                keys = "those keys" if many else "that key"
+                after = f"a reader from the start no longer sees {keys} at all"
+            elif len(again) == len(dropped):
+                after = (f"a reader from the start no longer sees the delete{'s' * many}, only the "
+                         f"value{'s' * many} written after")
+            else:
+                after = (f"a reader from the start no longer sees those deletes; of their keys, only "
+                         f"{', '.join(sorted(str(k) for k in again))} shows, with the value written after")
             self.step(
                 "cleaner_tombstone_expired",
                 f"broker-{bid}",
-                f"B{bid}'s log cleaner drops the tombstone{'s' * (len(p.expired) > 1)} at "
+                f"B{bid}'s log cleaner drops the tombstone{'s' * many} at "
                 f"{_fmt_offset_list(p.expired)}: the delete horizon written by the pass that first kept "
-                f"{'them' if len(p.expired) > 1 else 'it'} has passed; a reader from the start no longer "
-                "sees that key at all",
+                f"{'them' if many else 'it'} has passed; {after}",
                 broker=bid,
                 removed=list(p.expired),
             )

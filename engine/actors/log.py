@@ -8,12 +8,16 @@ A mixin of engine.sim.Sim: its methods read and change the partition simulation'
 from __future__ import annotations
 
 from ..scenario import ScenarioError
-from ..segments import LogError, OffsetAndTimestamp, batch_size_bytes
+from ..segments import Batch, LogError, OffsetAndTimestamp, SegmentedLog, batch_size_bytes
 from ..state import (
     NO_LEADER,
     Broker,
 )
 from ..transactions import list_offsets_committed
+
+# a leader's cleaned log as a follower copies it: its cleaner point, its batches below that point
+# by base offset, the offsets its cleaner removed
+_Cleaned = tuple[int, dict[int, Batch], set[int]]
 
 
 class LogRole:
@@ -30,8 +34,14 @@ class LogRole:
             seg.truncate_to(start, self.now)
             if seg.log_end_offset < start:
                 seg.roll(self.now, start)
+        cleaned = self._leader_cleaned_batches(br, start)
         i = 0
         while i < len(entries):
+            if cleaned is not None and start + i < cleaned[0]:
+                step = self._copy_cleaned(seg, start + i, start + len(entries), cleaned)
+                if step:
+                    i += step
+                    continue
             bidx = entries[i][2]
             j = i + 1
             while j < len(entries) and entries[j][2] == bidx:
@@ -60,6 +70,38 @@ class LogRole:
                 raise ScenarioError([{"path": "actions", "message": f"{exc.error}: {exc}"}]) from None
             i = j
         self._schedule_retention()
+
+    def _leader_cleaned_batches(self, br: Broker, start: int) -> _Cleaned | None:
+        """For a follower fetching below its leader's cleaner point: that point, the leader's batches
+        there by base offset, and the offsets its cleaner removed. A fetch returns the batches as they
+        are in the leader's log, so a follower copies the cleaned ones, with their gaps and their
+        tombstone horizons (§D.4, KIP-534: the horizon is in the batch header), not the records the
+        leader's cleaner already removed. None when there is nothing cleaned to copy."""
+        if br.role != "follower" or br.leader_id == NO_LEADER:
+            return None
+        src = self.brokers[br.leader_id].seg
+        if src is None or not src.cleaner_checkpoint or src.cleaner_checkpoint <= start:
+            return None
+        cp = src.cleaner_checkpoint
+        batches = {b.base_offset: b for s in src.segments if s.base_offset < cp for b in s.batches}
+        return cp, batches, src.cleaned_away
+
+    def _copy_cleaned(self, seg: SegmentedLog, offset: int, end: int,
+                      cleaned: _Cleaned) -> int:
+        """Copy what the leader's cleaned log holds at `offset` into the follower's segments: its
+        batch starting there (when the fetch covers all of it), or nothing when its cleaner removed
+        the offset. Returns how many offsets that covers; 0 means copy the record as fetched."""
+        _cp, batches, gone = cleaned
+        b = batches.get(offset)
+        if b is not None and b.last_offset < end:
+            seg.maybe_roll(b, self.now).append(b, seg.config, self.now)
+            held = {r.offset for r in b.records}
+            seg.cleaned_away.update(o for o in range(b.base_offset, b.last_offset + 1) if o not in held)
+            return b.last_offset - offset + 1
+        if b is None and offset in gone:
+            seg.cleaned_away.add(offset)
+            return 1
+        return 0
 
     def log_start_offset(self) -> int:
         """The partition's log start offset: its leader's (0 before part 2)."""

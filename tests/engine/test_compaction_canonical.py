@@ -116,7 +116,7 @@ def test_FD_pass_1_first_cleaning_of_a_new_compacted_topic():
     (rw,) = steps(r, "cleaner_rewrite")
     assert rw["removed"] == [0, 1, 2, 3] and rw["kept"] == 4
     assert "segment 0; segment 4" in rw["text"], "full segments are not merged"
-    assert f"kept until {BACKOFF + DAY} ms" in rw["text"], "horizon = T1 + delete.retention.ms"
+    assert f"delete horizon {BACKOFF + DAY} ms" in rw["text"], "horizon = T1 + delete.retention.ms"
     assert layout(r) == [(0, 0), (4, 8), (8, 10)], "the emptied segment at base 0 stays"
     assert [s["bytes"] for s in part(r)["segments"]] == [0, 400, 200]
     assert part(r)["cleaner_point"] == 8 and part(r)["log_start_offset"] == 0
@@ -235,7 +235,7 @@ def test_FD_tombstone_kept_by_the_first_pass_with_a_horizon():
     r = upto(tombstone_story(), "A", steps=True)
     (rw,) = steps(r, "cleaner_rewrite")
     assert rw["t_ms"] == BACKOFF and rw["removed"] == [0]
-    assert f"tombstone at 1 kept until {BACKOFF + DAY} ms" in rw["text"]
+    assert f"tombstone at 1 kept, its batch stamped with the delete horizon {BACKOFF + DAY} ms" in rw["text"]
     assert (1, "K9", None) in kv(r)
 
 
@@ -509,3 +509,172 @@ def test_D4_a_rewritten_batch_keeps_its_base_and_last_offsets():
     ]
     assert sorted(done.superseded) == [0, 1, 4] and done.cleaner_point == 7
     assert log.segments[0].next_offset == 7, "the segment still ends where it ended"
+
+
+# ============================================================================ review fixes (i12-rcomp)
+
+
+def test_D4_grouping_keeps_a_merged_segments_offsets_within_32_bits_of_its_first_base():
+    """§D.4 step 2, `groupSegmentsBySize` (LCl 976-1002): segments merge while the merged one's
+    offsets fit 32 bits from ITS base. Kafka builds the group in reverse, so `group.last` (LCl 992)
+    is the group's first segment: 0 and 2^30 merge (last offset 2^31 - 1), but the segment at 2^31
+    does not join them (its last offset is 2^31 + 99 past base 0), even though it is within 2^31
+    of the segment at 2^30."""
+    from engine.compaction import _group_by_size
+    from engine.segments import LogConfig, Segment
+
+    cfg = LogConfig(cleanup_policy="compact")
+    segs = [Segment(base, 0, size_bytes=10) for base in (0, 2**30, 2**31)]
+    groups = _group_by_size(segs, cfg, 2**31 + 100)
+    assert [[s.base_offset for s in g] for g in groups] == [[0, 2**30], [2**31]]
+
+
+def test_D2_truncation_moves_the_cleaner_checkpoint_to_the_active_segments_base():
+    """§D.2 (the checkpoint, LCM 452-465) with LogManager.truncateTo (LM 752-759, 926-929): a
+    truncation below the active segment (a follower after an unclean election) moves the cleaner
+    checkpoint to the base offset of the segment left active, not to the truncation offset; the
+    next check then counts that segment as dirty and never as clean."""
+    from engine.compaction import clean, cleanable_offsets, first_dirty_offset
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact", segment_bytes=4 * SIZE))
+    for i in range(13):  # segments 0-3, 4-7, 8-11, active 12
+        log.append([(0, f"K{i % 5}", f"v{i}")], SIZE, 0)
+    log.update_high_watermark(log.log_end_offset)
+    clean(log, cleanable_offsets(log, 1), 1)
+    assert log.cleaner_checkpoint == 12
+    log.truncate_to(10, 2)
+    assert log.segments[-1].base_offset == 8
+    assert log.cleaner_checkpoint == 8 and first_dirty_offset(log) == 8
+    c = cleanable_offsets(log, 3)
+    assert c.clean_bytes == sum(s.size_bytes for s in log.segments[:-1]), "the active segment is not clean"
+
+
+def test_D3_the_cleaner_never_passes_the_high_watermark():
+    """§D.3 cleanable range, item 1 (LCM 654-655): the first uncleanable offset is at most the last
+    stable offset, which is at most the high watermark. RF=2 with the follower not fetching and
+    acks=1: the leader holds §F.D's three segments but its HW stays 0, so the check after the roll
+    finds nothing cleanable and says why; the pass comes at the first check after the ISR shrinks
+    and the HW reaches 10."""
+    sc = story(
+        {"do": "stop_fetching", "broker": 2}, *[dict(a, acks=1) for a in writes(*S0_S1_S2)],
+        advance(5 * BACKOFF),
+        brokers=(1, 2), rf=2, topic={**COMPACT, "min.insync.replicas": 1},
+    )  # fmt: skip
+    r = run(sc, steps=True)
+    (chk,) = steps(r, "cleaner_check")
+    assert chk["t_ms"] == BACKOFF and chk["cleaner_point"] == 0
+    assert "last stable offset" in chk["text"] and "high watermark 0" in chk["text"]
+    hw_at = next(s["t_ms"] for s in r["steps"] if s["kind"] == "leader_advance_high_watermark")
+    (m,) = steps(r, "cleaner_offset_map")
+    assert hw_at < m["t_ms"] <= hw_at + BACKOFF
+    assert m["offset_map"] == {"K1": 5, "K2": 4, "K3": 7, "K4": 6}
+
+
+def test_FD_pass_captions_say_what_stays_empty():
+    """§F.D pass 1 in words: S0 keeps nothing and stays as an empty segment; the tombstone's batch
+    gets its horizon from this pass's time. §F.D idempotent producers: the superseded last batch of
+    an active idempotent producer stays as an empty batch, and the caption says why."""
+    r = upto(fd_story(), "T1", steps=True)
+    (rw,) = steps(r, "cleaner_rewrite")
+    assert "segment 0 is left empty" in rw["text"]
+    assert "this pass's time + delete.retention.ms=86400000" in rw["text"]
+    p = {"id": "p", "enable.idempotence": True}
+    acts = [_produce("a", key="K1", size=SIZE, producer="p"), settle()]
+    acts += [_produce(v, key=k, size=SIZE, producer="q") for k, v in [("K1", "b"), ("K2", "c"), ("K3", "d"),
+                                                                      ("K4", "e")]]
+    r = run(story(*acts, settle(), advance(BACKOFF), topic=COMPACT, producers=(p, {"id": "q"})), steps=True)
+    (rw,) = steps(r, "cleaner_rewrite")
+    assert "removes 1 superseded (offset 0)" in rw["text"]
+    assert "the batch at 0 stays with no records" in rw["text"] and "idempotent producer" in rw["text"]
+
+
+def late_follower_story(wait: int) -> dict:
+    """§F.D tombstone expiry on RF=3: B3 is down before any write, the leader (and B2) clean with
+    the tombstone's horizon at T_A + 24 h; B3 comes back `wait` after pass A and catches up."""
+    fill = [f"F{i}=f{i}" for i in range(4)]
+    return story(
+        {"do": "crash", "broker": 3},
+        *writes("K9=x", "K9=", "A=a1", "B=b1", "C=c1"), settle(), advance(BACKOFF), mark("A"),
+        *writes(*fill), settle(), advance(wait),
+        {"do": "restart", "broker": 3}, advance(20 * SEC), settle(), mark("back"),
+        brokers=(1, 2, 3), rf=3, topic={**COMPACT, "min.insync.replicas": 1},
+    )  # fmt: skip
+
+
+def broker_log(r: dict, bid: int) -> list[tuple[int, str, str | None]]:
+    view = r["final"]
+    return [(e["offset"], e["key"], e["record"]) for e in view["brokers"][str(bid)]["log"]]
+
+
+def test_D4_a_follower_catching_up_copies_the_leaders_cleaned_batches_with_their_horizon():
+    """§D.4 (the horizon lives in the batch header, MR 186-205) and §D.5: a fetch returns the
+    leader's batches as they are on its disk, so a follower that catches up after the leader's pass
+    gets the cleaned log (K9=x is not copied) and the tombstone's batch with the leader's horizon,
+    T_A + 24 h; its own first pass does not stamp the tombstone again a day later."""
+    r = run(late_follower_story(HOUR), steps=True)
+    assert (0, "K9", "x") not in broker_log(r, 3)
+    assert (1, "K9", None) in broker_log(r, 3)
+    b3 = [s for s in steps(r, "cleaner_rewrite") if s["broker"] == 3]
+    assert all(s["stamped"] == [] for s in b3), "the horizon came with the batch"
+
+
+def test_FD_a_follower_catching_up_after_the_tombstone_expired_never_sees_K9():
+    """§F.D tombstone expiry: after the pass that drops the tombstone, a reader from the start never
+    sees K9; that holds for a follower that catches up afterwards and then leads too (in Kafka it
+    fetches the leader's cleaned log, so the tombstone cannot come back with a fresh horizon)."""
+    more = [f"G{i}=g{i}" for i in range(8)]
+    sc = late_follower_story(BACKOFF)
+    cut = sc.marks["back"] - 4  # before the restart: add the day and pass C while B3 is down
+    sc["actions"][cut:cut] = [advance(DAY), *writes(*more), settle(), advance(BACKOFF)]
+    r = run(sc, steps=True)
+    assert [s["broker"] for s in steps(r, "cleaner_tombstone_expired")] == [1, 2]
+    assert all(k != "K9" for _o, k, _v in broker_log(r, 3))
+    assert not [s for s in steps(r, "cleaner_rewrite") if s["broker"] == 3 and s["stamped"]]
+
+
+def test_D4_grouping_stops_when_the_merged_indexes_would_not_fit_segment_index_bytes():
+    """§D.4 step 2 (LCl 985-988): a run of segments merges while the sum of their sizes fits
+    segment.bytes AND the sums of their offset-index and time-index sizes (8 and 12 bytes an entry)
+    each fit segment.index.bytes. With 80 index bytes, two segments of 4 entries each fit as offset
+    indexes (64 bytes) but not as time indexes (96 bytes), so they stay apart; with 100 they merge."""
+    from engine.compaction import _group_by_size
+    from engine.segments import LogConfig, Segment
+
+    segs = [Segment(base, 0, size_bytes=10, offset_index_entries=4, time_index_entries=4) for base in (0, 40)]
+    for index_bytes, expected in ((80, [[0], [40]]), (100, [[0, 40]])):
+        cfg = LogConfig(cleanup_policy="compact", segment_index_bytes=index_bytes)
+        assert [[s.base_offset for s in g] for g in _group_by_size(segs, cfg, 80)] == expected
+
+
+def test_D5_a_tombstone_expires_while_its_key_was_written_again_in_the_active_segment():
+    """§D.4/§D.5: the offset map covers only the dirty range, so a tombstone below it whose key was
+    written again in the active segment still counts as its key's latest record; past its horizon
+    it is dropped. A reader from the start then sees only the later value, and the caption says so
+    (it does not claim the key is gone)."""
+    sc = story(
+        *writes("K9=x", "K9=", "A=a1", "B=b1", "C=c1"), settle(), advance(BACKOFF),
+        advance(2 * HOUR), *writes(*[f"F{i}=f{i}" for i in range(8)], "K9=y"), settle(), advance(BACKOFF),
+        assign("r", 0), poll("r"),
+        topic={**COMPACT, "delete.retention.ms": HOUR}, consumers=(READER,),
+    )  # fmt: skip
+    r = run(sc, steps=True)
+    (gone,) = steps(r, "cleaner_tombstone_expired")
+    assert gone["removed"] == [1]
+    assert "only the value written after" in gone["text"] and "at all" not in gone["text"]
+    assert [(x["offset"], x["record"]) for x in r["polls"][-1]["records"] if x["key"] == "K9"] == [(13, "y")]
+
+
+def test_FD_an_idempotent_producers_empty_batch_stays_until_the_expiry_check_removes_it():
+    """§F.D idempotent producers: the empty batch stays "until P writes again or expires". P's state
+    expires at the first periodic check (every producer.id.expiration.check.interval.ms = 10 min,
+    UnifiedLog 469-470) that finds its last batch producer.id.expiration.ms (1 day) old: P wrote at
+    1 min, so it is still active at day 1 + 5 min and gone from day 1 + 10 min."""
+    from engine.compaction import active_producers
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact"))
+    log.append([(60 * SEC, "K1", "a")], SIZE, 60 * SEC, producer_id=7)
+    assert active_producers(log, DAY) == {7: 0}
+    assert active_producers(log, DAY + 5 * 60 * SEC) == {7: 0}, "no check since it became a day old"
+    assert active_producers(log, DAY + 10 * 60 * SEC) == {}

@@ -115,7 +115,7 @@ def test_a_tombstone_lives_a_day_after_the_first_pass_that_keeps_it(s05a):
     delete.retention.ms); a later pass after the horizon drops it, and needs the ratio again."""
     r = replay(s05a, "tombstone")
     first = r["steps"][step_index(r, "cleaner_rewrite") - 1]
-    assert first["t_ms"] == 15_000 and f"kept until {15_000 + DAY} ms" in first["text"]
+    assert first["t_ms"] == 15_000 and f"delete horizon {15_000 + DAY} ms" in first["text"]
     after_first = step_index(r, "cleaner_rewrite")
     assert [(e["offset"], e["record"]) for e in
             r["views"][after_first]["brokers"]["1"]["log"]] == [(1, "b1"), (2, "c1"), (3, None), (4, "b2")]
