@@ -126,7 +126,11 @@ def existing(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def kept(st: dict[str, Any]) -> int:
-    """How many records a partition holds now: from its log start offset to its end."""
+    """How many records a partition holds now: the records of its log from its log start offset
+    (a compacted log has gaps, so this is not its end minus its start; a log the view does not
+    list, an offline one, counts its offsets)."""
+    if st["log"]:
+        return sum(1 for e in st["log"] if int(e["offset"]) >= st["log_start"])
     return max(0, st["leo"] - st["log_start"])
 
 
@@ -690,6 +694,9 @@ def _log_text(st: dict[str, Any]) -> str:
         return "empty"
     parts = []
     for e in kept:
+        if is_tombstone(e):
+            parts.append(f"a tombstone for {e.get('key')} at {e['offset']}")
+            continue
         key = f" (key {e['key']})" if e.get("key") is not None else ""
         parts.append(f"{e.get('record')}{key} at {e['offset']}")
     return ", ".join(parts)
@@ -813,6 +820,12 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
                     else f"Offset {gone['first']}")
             text += (f" {span} deleted ({', '.join(str(e.get('record')) for e in deleted)} are gone)"
                      if len(deleted) > 1 else f" {span} deleted ({deleted[0].get('record')} is gone)") + "."
+        cleaned = row.get("cleaned") or []
+        if cleaned:
+            spans = ", ".join(f"{c['first']}-{c['last']}" if c["last"] > c["first"] else str(c["first"])
+                              for c in cleaned)
+            many = len(cleaned) > 1 or cleaned[0]["last"] > cleaned[0]["first"]
+            text += f" The cleaner removed offset{'s' if many else ''} {spans}: the offsets stay, as gaps."
         if row["markers"] and row["markers"].get("lso") is not None:
             text += f" Last stable offset {row['markers']['lso']}."
         if row["segments"]:
