@@ -93,12 +93,12 @@ def test_F_D_ratio_of_exactly_half_does_not_clean_and_pass_2_merges(s05a):
     assert segments_at(r, first) == [(0, 0, 0), (2, 4, 200), (4, 5, 100)]
     check = r["steps"][step_index(r, "cleaner_check") - 1]
     assert (check["t_ms"], check["ratio"]) == (30_000, 0.5)
-    assert "0.50 (200 cleanable of 400 bytes" in check["text"]
+    assert "0.50 (200 dirty bytes at offsets 4-5 of 400 cleanable)" in check["text"]
     second = r["steps"][step_index(r, "cleaner_offset_map", nth=2) - 1]
     assert second["t_ms"] == 45_000 and round(second["ratio"], 2) == 0.67
     assert second["offset_map"] == {"carol": 7, "alice": 5, "dave": 6}
     rewrite = step_index(r, "cleaner_rewrite", nth=2)
-    assert "segments 0 + 2 into 0" in r["steps"][rewrite - 1]["text"]
+    assert "segments 0 + 2 (merged into one at 0), 4 and 6" in r["steps"][rewrite - 1]["text"]
     assert segments_at(r, rewrite) == [(0, 3, 100), (4, 6, 100), (6, 8, 200), (8, 9, 100)]
     assert log(r) == [(2, "bob", "b2"), (5, "alice", "a3"), (6, "dave", "d1"), (7, "carol", "c2"),
                       (8, "erin", "e1")]
@@ -115,7 +115,8 @@ def test_a_tombstone_lives_a_day_after_the_first_pass_that_keeps_it(s05a):
     delete.retention.ms); a later pass after the horizon drops it, and needs the ratio again."""
     r = replay(s05a, "tombstone")
     first = r["steps"][step_index(r, "cleaner_rewrite") - 1]
-    assert first["t_ms"] == 15_000 and f"kept until {15_000 + DAY} ms" in first["text"]
+    assert first["t_ms"] == 15_000 and first["horizon_ms"] == 15_000 + DAY
+    assert "stays at least 1 day" in first["text"]
     after_first = step_index(r, "cleaner_rewrite")
     assert [(e["offset"], e["record"]) for e in
             r["views"][after_first]["brokers"]["1"]["log"]] == [(1, "b1"), (2, "c1"), (3, None), (4, "b2")]
