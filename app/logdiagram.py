@@ -488,6 +488,28 @@ def _horizon_text(entry: dict[str, Any], st: dict[str, Any]) -> str:
     return f"; a cleaning pass may remove it from {formats.clock(int(horizon))} on (its delete horizon)"
 
 
+CLEANER_KINDS = ("cleaner_check", "cleaner_offset_map")
+
+
+def cleaner_badge(steps: list[dict[str, Any]], ratio_min: Any) -> dict[str, Any]:
+    """What the log cleaner last decided, from its steps so far: a check that did not clean (the
+    dirty ratio it saw, not above the minimum) or a pass (the ratio that started it). There from
+    the first step, so the strip keeps its height; a check that cleans nothing is a visible change."""
+    last = next((s for s in reversed(steps) if s.get("kind") in CLEANER_KINDS), None)
+    if last is None:
+        return {"text": "cleaner: no check yet", "cls": "broker",
+                "title": "The log cleaner thread has not looked at this log yet"}
+    at = formats.sim_time(int(last.get("t_ms") or 0))
+    ratio = last.get("ratio")
+    seen = f"ratio {ratio:.2f}" if isinstance(ratio, (int, float)) else "nothing cleanable"
+    if last["kind"] == "cleaner_check":
+        text = f"cleaner at {at}: {seen}, not > {ratio_min} · waits"
+    else:
+        text = f"cleaner at {at}: {seen} > {ratio_min} · cleans"
+    return {"text": text, "cls": "broker",
+            "title": "The log cleaner's last decision: " + str(last.get("text", ""))}
+
+
 def cleaned_runs(st: dict[str, Any]) -> list[dict[str, Any]]:
     """The offsets between the log start and the log end that the log no longer holds: a cleaning
     pass removed them (offsets never change, so a compacted log has gaps). One run per gap."""
@@ -622,6 +644,9 @@ def diagram(
         "pills": _pills(snaps),
         "timers": [],
     }
+    if compacted:  # scene 05a: the cleaner's last decision, so a check that cleans nothing shows
+        ratio_min = (scenario.get("topic") or {}).get("min.cleanable.dirty.ratio", 0.5)
+        model["brokers"].append(cleaner_badge(steps, ratio_min))
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
         model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
         model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
@@ -835,6 +860,7 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
             text += " Markers: " + "; ".join(marks) + "."
         lines.append(text)
     lines.append("Brokers: " + "; ".join(_broker_words(view, states, groups)) + ".")
+    lines.extend(f"Log {b['title'][4:]}." for b in model["brokers"] if b["text"].startswith("cleaner"))
     pills = model["pills"]
     if pills:
         lines.append("On the network: " + "; ".join(
