@@ -499,13 +499,12 @@ def cleaner_badge(steps: list[dict[str, Any]], ratio_min: Any) -> dict[str, Any]
     if last is None:
         return {"text": "cleaner: no check yet", "cls": "broker",
                 "title": "The log cleaner thread has not looked at this log yet"}
-    at = formats.sim_time(int(last.get("t_ms") or 0))
     ratio = last.get("ratio")
     seen = f"ratio {ratio:.2f}" if isinstance(ratio, (int, float)) else "nothing cleanable"
     if last["kind"] == "cleaner_check":
-        text = f"cleaner at {at}: {seen}, not > {ratio_min} · waits"
+        text = f"cleaner: {seen}, not > {ratio_min}: waits"
     else:
-        text = f"cleaner at {at}: {seen} > {ratio_min} · cleans"
+        text = f"cleaner: {seen} > {ratio_min}: cleaned"
     return {"text": text, "cls": "broker",
             "title": "The log cleaner's last decision: " + str(last.get("text", ""))}
 
