@@ -678,6 +678,10 @@ def diagram(
         "clock": {"t_ms": t_ms, "text": formats.clock(t_ms), "timers": {}, "waits": {}},
         # what the legend explains (the same at every step of a scenario)
         "shows_segments": shows_segments(scenario),
+        # scene 05a: tombstones, the cleaner's gaps and sections; whether retention can move the
+        # log start (a compact-only topic never deletes whole segments)
+        "compacted": compacted,
+        "retention": "delete" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete")),
         "several": several,
         "readers": readers,
     }
