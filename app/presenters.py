@@ -1110,8 +1110,12 @@ def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
             "id": f"knob-{slug}",
             "help_id": f"knob-{slug}-help",
             "value": values[knob.key],
-            # when the label is the key itself ("acks"), show it once, as code
-            "key_is_label": knob.label == knob.key,
+            # when the label is the key itself ("acks"), show it once, as code; a label that starts
+            # with the key ("segment.bytes (scaled down)") shows the key once, then the rest
+            "key_is_label": knob.label == knob.key or knob.label.startswith(knob.key + " "),
+            "label_rest": knob.label[len(knob.key):].strip() if knob.label.startswith(knob.key + " ") else "",
+            # a duration in ms is also said in words beside the number ("86400000 = 1 day")
+            "human": (formats.sim_time(_int(values[knob.key], 0)) if knob.key.endswith(".ms") else None),
         }
         if choices is not None:
             item["widget"] = "select"

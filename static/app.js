@@ -381,11 +381,31 @@
     }
   });
 
+  // a duration knob's value in words while the slider moves, as app/formats.py sim_time says it
+  // on the server ("1 day 2 hours", "30 s"): whole units only, which is what the sliders step by
+  function humanMs(ms) {
+    if (ms < 1000) { return ms + " ms"; }
+    var units = [[86400000, "day", "days"], [3600000, "hour", "hours"], [60000, "min", "min"]];
+    var parts = [], rest = ms;
+    units.forEach(function (u) {
+      var n = Math.floor(rest / u[0]);
+      rest -= n * u[0];
+      if (n || parts.length) { parts.push(n + " " + (n === 1 ? u[1] : u[2])); }
+    });
+    if (rest) { parts.push(rest / 1000 + " s"); }
+    while (parts.length > 1 && parts[parts.length - 1].indexOf("0 ") === 0) { parts.pop(); }
+    return parts.join(" ");
+  }
+
   document.addEventListener("input", function (event) {
     var input = event.target;
     if (input instanceof HTMLInputElement && input.type === "range") {
       var out = input.parentElement && input.parentElement.querySelector("output");
-      if (out) { out.textContent = input.value; }
+      if (out) {
+        var human = out.querySelector("[data-human-ms]");
+        out.textContent = input.value;
+        if (human) { human.textContent = " = " + humanMs(Number(input.value)); out.appendChild(human); }
+      }
     }
   });
 
