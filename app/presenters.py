@@ -1017,11 +1017,33 @@ def _idle_brokers(timeline: Timeline) -> list[int]:
 
 
 def idle_brokers_note(timeline: Timeline) -> str:
-    idle = [f"B{b}" for b in _idle_brokers(timeline)]
-    if not idle:
-        return ""
-    return (f"{', '.join(idle)} hold{'s' if len(idle) == 1 else ''} no replica of this topic, so a fault "
-            "there changes nothing here.")
+    """Which brokers a fault changes nothing at, which ones only coordinate a group, and, with one
+    replica per partition, what a crash of that replica means (no other broker can take over)."""
+    idle_ids = _idle_brokers(timeline)
+    idle = [f"B{b}" for b in idle_ids]
+    holders = _brokers_with_replicas(timeline)
+    running = [int(k) for k, b in (timeline.view.get("brokers") or {}).items()
+               if b.get("status", "running") == "running"]
+    coordinators = sorted(b for b in running if b not in holders and b not in idle_ids)
+    out = []
+    if idle:
+        out.append(f"{', '.join(idle)} hold{'s' if len(idle) == 1 else ''} no replica of this topic and "
+                   "coordinate{} no group, so a fault there changes nothing here.".format(
+                       "s" if len(idle) == 1 else ""))
+    if coordinators and holders:
+        names = ", ".join(f"B{b}" for b in coordinators)
+        out.append(f"{names} hold{'s' if len(coordinators) == 1 else ''} no replica either, but "
+                   f"coordinate{'s' if len(coordinators) == 1 else ''} a consumer group: a fault there "
+                   "holds up its commits and joins while it is down.")
+    single = [p for p in (timeline.result.get("partitions") or []) if len(p.get("replicas") or []) == 1]
+    if not single and len(timeline.view.get("partition", {}).get("replicas") or []) == 1:
+        single = [{"partition": 0, "replicas": timeline.view["partition"]["replicas"]}]
+    if single:
+        where = ", ".join(f"P{p.get('partition', i)} on B{p['replicas'][0]}" for i, p in enumerate(single))
+        out.append(f"One replica per partition here ({where}): crashing it leaves the partition with no "
+                   "leader and nothing to read or write until that broker restarts, since no other broker "
+                   "has its data to take over.")
+    return " ".join(out)
 
 
 def event_log(timeline: Timeline, max_lines: int) -> dict[str, Any]:
