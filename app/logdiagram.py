@@ -440,7 +440,9 @@ def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
         label = "active · " if active else f"{section} · " if section else ""
         out.append({"base": base, "next": nxt, "bytes": size, "active": active,
                     "text": label + bytes_text(size),
-                    "short": bytes_text(size).replace(" ", ""),
+                    # where the whole label does not fit: the active one keeps its name (the bytes
+                    # are in its title), the others their size
+                    "short": "active" if active else bytes_text(size).replace(" ", ""),
                     "title": f"P{st['number']} segment {base}: {span}, {size} bytes; {what}"})
     return out
 

@@ -1119,6 +1119,15 @@ def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
 # knobs, headroom, beats, check yourself
 
 
+def _ms_words(key: str, value: str) -> str | None:
+    """A duration knob's value in words ("1 day"; "" under a second, where the number says it);
+    None for a knob that is not a duration."""
+    if not key.endswith(".ms"):
+        return None
+    ms = _int(value, 0)
+    return formats.sim_time(ms) if ms >= 1000 else ""
+
+
 def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
     values = dict(state.knobs)
     out = []
@@ -1137,7 +1146,7 @@ def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
             "key_is_label": knob.label == knob.key or knob.label.startswith(knob.key + " "),
             "label_rest": knob.label[len(knob.key):].strip() if knob.label.startswith(knob.key + " ") else "",
             # a duration in ms is also said in words beside the number ("86400000 = 1 day")
-            "human": (formats.sim_time(_int(values[knob.key], 0)) if knob.key.endswith(".ms") else None),
+            "human": _ms_words(knob.key, values[knob.key]),
         }
         if choices is not None:
             item["widget"] = "select"

@@ -234,6 +234,30 @@
   // static/app.css keeps it there (the viewer's foot sticks above the bar), so Step and Back never
   // scroll the page.
 
+  // -- a Q&A answer opened by a question is shown --------------------------------------------------
+  // The answer comes after the list of questions, so a question tapped near the list's end opens
+  // it off screen, or under a phone's pinned Step bar: bring its top into view (scroll-padding in
+  // static/app.css keeps it clear of the bar). Only for a question asked: stepping moves nothing.
+  var asked = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var trigger = event.detail && event.detail.requestConfig && event.detail.requestConfig.triggeringEvent;
+    var submitter = trigger && trigger.submitter;
+    asked = !!(submitter && submitter.closest && submitter.closest("#qa .questions"));
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!asked) { return; }
+    asked = false;
+    requestAnimationFrame(function () {
+      var answer = document.querySelector("#qa .answer");
+      if (!answer) { return; }
+      var bar = document.getElementById("stepbar");
+      var fixed = bar && getComputedStyle(bar).position === "fixed";
+      var bottom = fixed ? bar.getBoundingClientRect().top : window.innerHeight;
+      var top = answer.getBoundingClientRect().top;
+      if (top < 0 || top > bottom - 80) { answer.scrollIntoView({ block: "start", behavior: "auto" }); }
+    });
+  });
+
   // -- the diagram in words stays open from step to step ----------------------------------------
   var describeOpen = false;
   document.addEventListener("htmx:beforeRequest", function () {
@@ -404,7 +428,11 @@
       if (out) {
         var human = out.querySelector("[data-human-ms]");
         out.textContent = input.value;
-        if (human) { human.textContent = " = " + humanMs(Number(input.value)); out.appendChild(human); }
+        if (human) {
+          var ms = Number(input.value);
+          human.textContent = ms >= 1000 ? " = " + humanMs(ms) : "";
+          out.appendChild(human);
+        }
       }
     }
   });
