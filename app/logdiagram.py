@@ -865,7 +865,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
             text += " Markers: " + "; ".join(marks) + "."
         lines.append(text)
     lines.append("Brokers: " + "; ".join(_broker_words(view, states, groups)) + ".")
-    lines.extend(f"Log {b['title'][4:]}." for b in model["brokers"] if b["text"].startswith("cleaner"))
+    lines.extend(b["title"].replace("The log cleaner's", "Log cleaner's", 1).rstrip(".") + "."
+                 for b in model["brokers"] if b["text"].startswith("cleaner"))
     pills = model["pills"]
     if pills:
         lines.append("On the network: " + "; ".join(
