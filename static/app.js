@@ -425,14 +425,12 @@
     var input = event.target;
     if (input instanceof HTMLInputElement && input.type === "range") {
       var out = input.parentElement && input.parentElement.querySelector("output");
-      if (out) {
-        var human = out.querySelector("[data-human-ms]");
-        out.textContent = input.value;
-        if (human) {
-          var ms = Number(input.value);
-          human.textContent = ms >= 1000 ? " = " + humanMs(ms) : "";
-          out.appendChild(human);
-        }
+      if (out) { out.textContent = input.value; }
+      var knob = input.closest(".knob");
+      var human = knob && knob.querySelector("[data-human-ms]");
+      if (human) {
+        var ms = Number(input.value);
+        human.textContent = ms >= 1000 ? "= " + humanMs(ms) : "";
       }
     }
   });
