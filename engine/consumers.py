@@ -103,6 +103,10 @@ class ConsumerProc:
     # (member id, generation) the client held when its poll timer expired: a later commit still
     # carries them (kafka-eos-kraft §E.C C1)
     stale: tuple[str, int] | None = None
+    # consumer.groupMetadata(): (member id, generation) of the last completed join. Java's
+    # ConsumerCoordinator sets it in onJoinComplete only (CC 351), so a member that left on its poll
+    # timer still hands out the old pair (kafka-eos-kraft §E.B B5)
+    group_metadata: tuple[str | None, int] = (None, -1)
     changes: int = 0  # bumps on every change a waiting poll() must look at
     meta_partitions: int = 0  # the topic's partition count in this client's metadata
     meta_next_ms: int = 0  # its next metadata refresh
@@ -740,6 +744,7 @@ class Clients:
             return
         # onJoinComplete (CC 382-425): revoke what was owned and is not assigned (cooperative only:
         # eager owns nothing here), then take the rest
+        c.group_metadata = (c.member_id, generation)
         new = sorted(assignment)
         revoked = [p for p in c.assigned if p not in new]
         if revoked:
@@ -1768,6 +1773,7 @@ class Clients:
             c.incarnation += 1
             c.member_id = None
             c.generation = -1
+            c.group_metadata = (None, -1)  # a new process has joined nothing yet
             c.position = {}
             c.awaiting_reset = {}
             c.cstate = "none"
@@ -1935,8 +1941,10 @@ class Clients:
         g = self.coordinator.groups.get(group_id)
         if g is None:
             return None if generation < 0 else "ILLEGAL_GENERATION"
-        if member is None:
-            return "UNKNOWN_MEMBER_ID" if g.members else None
+        if member is None and generation < 0:
+            # no member id and no generation: refused only on a NON-transactional commit to a
+            # non-empty group (kafka-eos-kraft §C.1 rule 5); a transactional one is accepted
+            return None
         if member not in g.members:
             return "UNKNOWN_MEMBER_ID"
         if generation != g.generation:

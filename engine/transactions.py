@@ -887,7 +887,7 @@ class Transactions:
         meta = self.metas[tid]
         # TxnOffsetCommit to the group coordinator, with consumer.groupMetadata()
         self.run_to(self.clock.now + HOP_MS)
-        member, generation = c.member_id, c.generation
+        member, generation = c.group_metadata  # the last completed join's, not the reset state
         error = None
         if self._fenced(meta, session, "TxnOffsetCommit"):
             error = self.fence_error
