@@ -493,7 +493,8 @@ class Scene(_Strict):
 
 
 # the calls of Kafka's transactional producer API (contract part 2)
-TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction")
+TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
+                     "send_offsets_to_transaction")
 
 
 def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:
