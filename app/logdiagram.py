@@ -252,6 +252,8 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if kind == "produce" and not several:
                 where = f"B{m['dst']}"
             at, to = ("producer", f"p{p}") if kind == "produce" else (f"p{p}", "producer")
+            if m.get("src") == "txn-coordinator":  # a marker: the coordinator sends it, not the producer
+                text, to, at = _marker_text(m, snap), "", f"p{p}"
             full = f"{text} → {where}"
             key = (at, full)
             if key in by_key:
@@ -262,7 +264,7 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "cls": dg.MESSAGE_CLASS.get(kind, "control"),
                 "at": at,
                 "text": text,
-                "to": [to],
+                "to": [to] if to else [],
                 "labels": [str(m.get("label") or full)],
                 "held": False,
                 "full": full,
@@ -272,6 +274,15 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
             by_key[key] = pill
             pills.append(pill)
     return pills
+
+
+def _marker_text(m: dict[str, Any], snap: dict[str, Any]) -> str:
+    """A transaction marker on its way from the transaction coordinator to a partition's leader
+    (WriteTxnMarkers), named by the broker that sends it."""
+    coordinators = sorted({int(t["coordinator"]) for t in (snap.get("transactions") or {}).values()
+                           if t.get("coordinator") is not None})
+    sender = f"B{coordinators[0]}" if len(coordinators) == 1 else "coordinator"
+    return f"{sender}: {m.get('control') or 'marker'} marker"
 
 
 def _producer_lines(snaps: list[dict[str, Any] | None], known: int | None = None,
