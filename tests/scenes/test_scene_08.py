@@ -243,3 +243,19 @@ def test_B5_a_stale_generation_member_is_refused_and_the_application_aborts(s08)
     left = step_index(r, "group_member_left")
     assert r["steps"][left - 1]["t_ms"] == 13_527
     assert s08.beat("stale-generation").predict.answer == 1
+
+
+def test_challenge_counts_the_copies_and_names_beat_1():
+    """§E.A A1 retried twice without idempotence (two lost answers): a to e three times, said so."""
+    from types import SimpleNamespace
+
+    from app import challenges
+
+    appends = [{"i": k + 1, "kind": "leader_append", "partition": 0, "offsets": [5 * k, 5 * k + 4],
+                "records": ABCDE} for k in range(3)]
+    timeline = SimpleNamespace(steps=appends, step=3, view={"ledger": {"duplicates": ABCDE}}, scenario={})
+    met, said = challenges.judge("duplicate_then_dedupe", timeline)
+    assert met and "a, b, c, d, e three times" in said and "beat 1" in said
+    empty = SimpleNamespace(steps=[], step=0, view={}, scenario={})
+    met, said = challenges.judge("duplicate_then_dedupe", empty)
+    assert not met and "Start from beat 1" in said
