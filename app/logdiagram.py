@@ -252,8 +252,10 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if kind == "produce" and not several:
                 where = f"B{m['dst']}"
             at, to = ("producer", f"p{p}") if kind == "produce" else (f"p{p}", "producer")
+            said = None
             if m.get("src") == "txn-coordinator":  # a marker: the coordinator sends it, not the producer
                 text, to, at = _marker_text(m, snap), "", f"p{p}"
+                said = f"the transaction coordinator sends the {m.get('control')} marker to B{m['dst']}"
             full = f"{text} → {where}"
             key = (at, full)
             if key in by_key:
@@ -270,10 +272,26 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "full": full,
                 "shown": dg.short(full, dg.MAX_PILL_CHARS),
                 "title": str(m.get("label") or full),
+                "said": said,
             }
             by_key[key] = pill
             pills.append(pill)
     return pills
+
+
+def _lost_answer(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At the step where a scenario's lost response is lost: the answer, drawn at the partition
+    with a cross and no arrow (it never reaches the producer)."""
+    last = steps[-1] if steps else {}
+    if last.get("kind") != "leader_response_lost":
+        return []
+    p, b = int(last.get("partition") or 0), last.get("broker")
+    text = f"B{b}'s answer ✕ lost"
+    said = f"B{b}'s answer to the producer is lost on the way; the producer still waits for it"
+    cls = dg.MESSAGE_CLASS.get("produce_response", "control")
+    return [{"key": "lost", "kind": "produce_response", "cls": cls, "at": f"p{p}", "text": text,
+             "to": [], "labels": [said], "held": False, "full": text,
+             "shown": text, "title": said, "said": said}]
 
 
 def _marker_text(m: dict[str, Any], snap: dict[str, Any]) -> str:
@@ -626,7 +644,7 @@ def diagram(
                       else None),
         "brokers": _broker_badges(view, states, groups),
         "rows": [_row(st, consumers, groups, load(states), shows_segments(scenario)) for st in states],
-        "pills": _pills(snaps),
+        "pills": _pills(snaps) + _lost_answer(steps),
         "timers": [],
     }
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
@@ -836,8 +854,9 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
     pills = model["pills"]
     if pills:
         lines.append("On the network: " + "; ".join(
+            p.get("said") or
             f"{'the producer' if p['at'] == 'producer' else 'P' + p['at'][1:] + ' leader'} sends {p['full']}"
             for p in pills) + ".")
-    else:
-        lines.append("On the network: no request or response in flight.")
+    else:  # a request the producer still waits for is in its box ("awaiting reply"), not on the wire
+        lines.append("On the network: no message is travelling at this instant.")
     return lines

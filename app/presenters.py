@@ -1247,6 +1247,10 @@ def beats_panel(
         "next_scene": course_links(state.scene_id, embed=embed)["next"]
         if index + 1 == len(beats) and not embed
         else None,
+        # the last beat of a scene whose next one is not built yet: a summary and the way back
+        "scene_end": {"summary": getattr(scene, "ending", None), "url": urls.home_url()}
+        if index + 1 == len(beats) and not embed and course_links(state.scene_id)["next"] is None
+        else None,
         "sandbox": sandbox,
         "knob_note": knob_note(scene, beat, values),
         "focus": focus,

@@ -373,6 +373,8 @@ class Scene(_Strict):
     title: str
     promise: str
     previously: str
+    # what the scene showed, said after its last beat when no later scene is built yet
+    ending: str | None = None
     minutes: int
     knobs: list[Knob]
     beats: list[Beat] = Field(min_length=1)
