@@ -627,6 +627,9 @@ def diagram(
     for st in states:
         st["compacted"], st["horizons"] = compacted, horizons
     consumers = view.get("consumers") or {}
+    if counters_shown(scenario):  # scene 08: a consumer the beat never uses is not drawn
+        used = {str(a.get("consumer")) for a in scenario.get("actions") or [] if a.get("consumer")}
+        consumers = {cid: c for cid, c in consumers.items() if cid in used} or dict(list(consumers.items())[:1])
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
     received = received_so_far(steps, this_process=True)
@@ -681,6 +684,14 @@ def diagram(
         "shows_segments": shows_segments(scenario),
         "several": several,
         "readers": readers,
+        # scene 08's legend entries: transactions, the counters; keys and commits only when drawn
+        "transactions": counters and any(p.get("transactional.id") is not None
+                                         for p in scenario.get("producers") or []),
+        "counters": counters,
+        "keyed": any(a.get("key") is not None for a in scenario.get("actions") or []),
+        "commits": (any(a.get("do") == "commit" for a in scenario.get("actions") or [])
+                    or any(c.get("enable.auto.commit", True) and c.get("group.id")
+                           for c in scenario.get("consumers") or [])),
     }
     out["summary"] = summary_sentence(timeline, states, topic)
     out["description"] = describe(timeline, view, states, consumers, groups, received, model, topic)
