@@ -629,7 +629,8 @@ def diagram(
     consumers = view.get("consumers") or {}
     if counters_shown(scenario):  # scene 08: a consumer the beat never uses is not drawn
         used = {str(a.get("consumer")) for a in scenario.get("actions") or [] if a.get("consumer")}
-        consumers = {cid: c for cid, c in consumers.items() if cid in used} or dict(list(consumers.items())[:1])
+        consumers = ({cid: c for cid, c in consumers.items() if cid in used}
+                     or dict(list(consumers.items())[:1]))
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
     received = received_so_far(steps, this_process=True)
