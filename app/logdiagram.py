@@ -279,6 +279,33 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return pills
 
 
+def _reader_now(steps: list[dict[str, Any]], snaps: list[dict[str, Any] | None]) -> list[str]:
+    """At the step where a read_committed reader is held at the last stable offset, or its poll
+    comes back empty, a line saying so (the log itself does not change then)."""
+    last = steps[-1] if steps else {}
+    who = last.get("consumer")
+    if last.get("kind") == "consumer_held_at_lso":
+        snap = snaps[int(last.get("partition_id") or 0)] if snaps else None
+        lso = ((snap or {}).get("partition") or {}).get("lso")
+        return [f"→ {who} waits at the LSO{f' {lso}' if lso is not None else ''}: an open transaction"]
+    if last.get("kind") == "consumer_poll_empty":
+        return [f"→ {who}.poll() returned nothing"]
+    return []
+
+
+REFUSAL_KINDS = ("txn_producer_fenced", "txn_client_error")
+
+
+def _refusal_now(steps: list[dict[str, Any]]) -> list[str]:
+    """At the step where a transactional call is refused or throws, that refusal as a line in the
+    producer box (the log does not change then), from the step's own caption."""
+    last = steps[-1] if steps else {}
+    if last.get("kind") not in REFUSAL_KINDS:
+        return []
+    head = str(last.get("text", "")).split(":")[0]
+    return ["→ " + dg.short(head, 64)]
+
+
 def _lost_answer(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """At the step where a scenario's lost response is lost: the answer, drawn at the partition
     with a cross and no arrow (it never reaches the producer)."""
@@ -651,9 +678,12 @@ def diagram(
         "pills": _pills(snaps) + _lost_answer(steps),
         "timers": [],
     }
+    if counters and model["consumers"] is not None:  # scene 08: what a read_committed reader is doing now
+        model["consumers"]["lines"] = model["consumers"]["lines"] + _reader_now(steps, snaps)
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
         model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
-        model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
+        model["producer"]["lines"] = (model["producer"]["counters"] + model["producer"]["lines"]
+                                      + _refusal_now(steps))
         strip_from = len(model["brokers"])
         model["brokers"].extend(eos.coordinator_badges(view))
         transactional = any(p.get("transactional.id") is not None for p in scenario.get("producers") or [])
