@@ -380,14 +380,23 @@ def miss_delete(timeline: Any) -> tuple[bool, str]:
 
 
 def duplicate_then_dedupe(timeline: Any) -> tuple[bool, str]:
-    """Scene 08: a record the log holds twice (the engine's duplicates ledger at this step); its
-    second part: the leader recognised a batch sent again after it was written, and no record is
-    there twice."""
+    """Scene 08: a record the log holds twice (the engine's duplicates ledger at this step, each
+    with its number of copies); its second part: the leader recognised a batch sent again after it
+    was written, and no record is there twice. Each run is judged on its own (the page keeps no
+    memory of earlier runs), so the sentence names the beat to start from."""
     dups = eos.duplicates(logdiagram.partition_views(timeline.view))
-    if dups:
-        return True, (f"first part: the log holds {_names(dups)} twice (the engine's duplicates ledger). "
-                      "Now keep the same trouble and make the second copy impossible.")
     steps = timeline.steps[: timeline.step]
+    if dups:
+        copies: dict[str, int] = {}
+        for _step, record in _appends(steps).values():
+            copies[record] = copies.get(record, 0) + 1
+        by_count: dict[int, list[str]] = {}
+        for r in dups:
+            by_count.setdefault(copies.get(r, 2), []).append(r)
+        said = "; ".join(f"{_names(rs)} {TIMES.get(n, f'{n} times')}" for n, rs in sorted(by_count.items()))
+        return True, (f"first part: the log holds {said} (the engine's duplicates ledger). Now the second "
+                      "part: keep the same trouble in beat 1 (the lost answer) and change one knob so that "
+                      "the log holds one copy of everything.")
     deduped = [s for s in steps if s.get("kind") == "leader_dedupe_idempotent"]
     if deduped:
         return True, (f"second part: {deduped[0].get('text', 'a leader recognised a retried batch')}; "
@@ -395,7 +404,12 @@ def duplicate_then_dedupe(timeline: Any) -> tuple[bool, str]:
     resent = any(s.get("kind") == "producer_retry" for s in steps)
     return False, ("a batch was sent again, but no record is in the log twice yet: was the first attempt "
                    "written?" if resent else "no batch has been sent twice so far, and no record is in the "
-                   "log twice.")
+                   "log twice. Start from beat 1 (a lost answer, a retry) with enable.idempotence=false.")
+
+
+TIMES = {2: "twice", 3: "three times"}
+
+
 # rebalancing (scene 07)
 
 AWAY_KINDS = ("consumer_crash", "consumer_close")

@@ -328,7 +328,10 @@ def stops(
         step = index + 1
         if pending is None:
             pending = step
-        if not together(step) and (step in key_steps or not same(step, drafts[-1].last)):
+        # a key moment is a stop of its own, also inside one actor's moment (the coordinator fences
+        # an epoch and answers CONCURRENT_TRANSACTIONS at one instant), when it shows a change
+        own = step in key_steps and not same(step, drafts[-1].last)
+        if own or (not together(step) and (step in key_steps or not same(step, drafts[-1].last))):
             drafts.append(_Draft(pending, step, key=step in key_steps))
             pending = None
         index += 1

@@ -118,8 +118,10 @@ def idle_reason(view: dict[str, Any], group: str, p: int) -> str | None:
 
 def group_mode(scenario: dict[str, Any]) -> bool:
     """Whether the scenario is drawn as a consumer group: several of its consumers share a group
-    (scene 07). Its partitions' logs matter less than who may process each partition."""
-    return bool(shared_groups(scenario))
+    (scene 07). Its partitions' logs matter less than who may process each partition. A scenario
+    that names its producer processes (scene 08's counters) keeps its log drawing: there the group
+    is one of the counters, drawn in the consumer lines (generation, owned partitions)."""
+    return bool(shared_groups(scenario)) and not scenario.get("producers")
 
 
 def _member_index(scenario: dict[str, Any]) -> dict[str, int]:

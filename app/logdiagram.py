@@ -256,6 +256,10 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if kind == "produce" and not several:
                 where = f"B{m['dst']}"
             at, to = ("producer", f"p{p}") if kind == "produce" else (f"p{p}", "producer")
+            said = None
+            if m.get("src") == "txn-coordinator":  # a marker: the coordinator sends it, not the producer
+                text, to, at = _marker_text(m, snap), "", f"p{p}"
+                said = f"the transaction coordinator sends the {m.get('control')} marker to B{m['dst']}"
             full = f"{text} → {where}"
             key = (at, full)
             if key in by_key:
@@ -266,16 +270,68 @@ def _pills(snaps: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "cls": dg.MESSAGE_CLASS.get(kind, "control"),
                 "at": at,
                 "text": text,
-                "to": [to],
+                "to": [to] if to else [],
                 "labels": [str(m.get("label") or full)],
                 "held": False,
                 "full": full,
                 "shown": dg.short(full, dg.MAX_PILL_CHARS),
                 "title": str(m.get("label") or full),
+                "said": said,
             }
             by_key[key] = pill
             pills.append(pill)
     return pills
+
+
+def _reader_now(steps: list[dict[str, Any]], snaps: list[dict[str, Any] | None]) -> list[str]:
+    """At the step where a read_committed reader is held at the last stable offset, or its poll
+    comes back empty, a line saying so (the log itself does not change then)."""
+    last = steps[-1] if steps else {}
+    who = last.get("consumer")
+    if last.get("kind") == "consumer_held_at_lso":
+        snap = snaps[int(last.get("partition_id") or 0)] if snaps else None
+        lso = ((snap or {}).get("partition") or {}).get("lso")
+        return [f"→ {who} waits at the LSO{f' {lso}' if lso is not None else ''}: an open transaction"]
+    if last.get("kind") == "consumer_poll_empty":
+        return [f"→ {who}.poll() returned nothing"]
+    return []
+
+
+REFUSAL_KINDS = ("txn_producer_fenced", "txn_client_error")
+
+
+def _refusal_now(steps: list[dict[str, Any]]) -> list[str]:
+    """At the step where a transactional call is refused or throws, that refusal as a line in the
+    producer box (the log does not change then), from the step's own caption."""
+    last = steps[-1] if steps else {}
+    if last.get("kind") not in REFUSAL_KINDS:
+        return []
+    head = str(last.get("text", "")).split(":")[0]
+    return ["→ " + dg.short(head, 64)]
+
+
+def _lost_answer(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At the step where a scenario's lost response is lost: the answer, drawn at the partition
+    with a cross and no arrow (it never reaches the producer)."""
+    last = steps[-1] if steps else {}
+    if last.get("kind") != "leader_response_lost":
+        return []
+    p, b = int(last.get("partition") or 0), last.get("broker")
+    text = f"B{b}'s answer ✕ lost"
+    said = f"B{b}'s answer to the producer is lost on the way; the producer still waits for it"
+    cls = dg.MESSAGE_CLASS.get("produce_response", "control")
+    return [{"key": "lost", "kind": "produce_response", "cls": cls, "at": f"p{p}", "text": text,
+             "to": [], "labels": [said], "held": False, "full": text,
+             "shown": text, "title": said, "said": said}]
+
+
+def _marker_text(m: dict[str, Any], snap: dict[str, Any]) -> str:
+    """A transaction marker on its way from the transaction coordinator to a partition's leader
+    (WriteTxnMarkers), named by the broker that sends it."""
+    coordinators = sorted({int(t["coordinator"]) for t in (snap.get("transactions") or {}).values()
+                           if t.get("coordinator") is not None})
+    sender = f"B{coordinators[0]}" if len(coordinators) == 1 else "coordinator"
+    return f"{sender}: {m.get('control') or 'marker'} marker"
 
 
 def _producer_lines(snaps: list[dict[str, Any] | None], known: int | None = None,
@@ -625,6 +681,10 @@ def diagram(
     for st in states:
         st["compacted"], st["horizons"] = compacted, horizons
     consumers = view.get("consumers") or {}
+    if counters_shown(scenario):  # scene 08: a consumer the beat never uses is not drawn
+        used = {str(a.get("consumer")) for a in scenario.get("actions") or [] if a.get("consumer")}
+        consumers = ({cid: c for cid, c in consumers.items() if cid in used}
+                     or dict(list(consumers.items())[:1]))
     groups = view.get("groups") or {}
     steps = timeline.steps[: timeline.step]
     received = received_so_far(steps, this_process=True)
@@ -642,15 +702,18 @@ def diagram(
                       else None),
         "brokers": _broker_badges(view, states, groups),
         "rows": [_row(st, consumers, groups, load(states), shows_segments(scenario)) for st in states],
-        "pills": _pills(snaps),
+        "pills": _pills(snaps) + _lost_answer(steps),
         "timers": [],
     }
     if compacted:  # scene 05a: the cleaner's last decision, so a check that cleans nothing shows
         ratio_min = (scenario.get("topic") or {}).get("min.cleanable.dirty.ratio", 0.5)
         model["brokers"].append(cleaner_badge(steps, ratio_min))
+    if counters and model["consumers"] is not None:  # scene 08: what a read_committed reader is doing now
+        model["consumers"]["lines"] = model["consumers"]["lines"] + _reader_now(steps, snaps)
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
         model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
-        model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
+        model["producer"]["lines"] = (model["producer"]["counters"] + model["producer"]["lines"]
+                                      + _refusal_now(steps))
         strip_from = len(model["brokers"])
         model["brokers"].extend(eos.coordinator_badges(view))
         transactional = any(p.get("transactional.id") is not None for p in scenario.get("producers") or [])
@@ -686,6 +749,14 @@ def diagram(
         "retention": "delete" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete")),
         "several": several,
         "readers": readers,
+        # scene 08's legend entries: transactions, the counters; keys and commits only when drawn
+        "transactions": counters and any(p.get("transactional.id") is not None
+                                         for p in scenario.get("producers") or []),
+        "counters": counters,
+        "keyed": any(a.get("key") is not None for a in scenario.get("actions") or []),
+        "commits": (any(a.get("do") == "commit" for a in scenario.get("actions") or [])
+                    or any(c.get("enable.auto.commit", True) and c.get("group.id")
+                           for c in scenario.get("consumers") or [])),
     }
     out["summary"] = summary_sentence(timeline, states, topic)
     out["description"] = describe(timeline, view, states, consumers, groups, received, model, topic)
@@ -870,8 +941,9 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
     pills = model["pills"]
     if pills:
         lines.append("On the network: " + "; ".join(
+            p.get("said") or
             f"{'the producer' if p['at'] == 'producer' else 'P' + p['at'][1:] + ' leader'} sends {p['full']}"
             for p in pills) + ".")
-    else:
-        lines.append("On the network: no request or response in flight.")
+    else:  # a request the producer still waits for is in its box ("awaiting reply"), not on the wire
+        lines.append("On the network: no message is travelling at this instant.")
     return lines

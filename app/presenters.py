@@ -212,15 +212,32 @@ def preset_values(scene: Any, beat: Any) -> dict[str, str]:
 
 
 def knob_note(scene: Any, beat: Any, values: dict[str, str]) -> str | None:
-    """"The narration describes the preset (…); your knobs: …" when the learner's knobs differ from
-    the beat's preset, naming only the knobs that differ; None when they match."""
+    """"The narration and the prediction describe the preset (…); your knobs: …" when the learner's
+    knobs differ from the beat's preset, naming only the knobs that differ; None when they match."""
     preset = preset_values(scene, beat)
     differ = [k for k in preset if k in values and values[k] != preset[k]]
     if not differ:
         return None
     was = ", ".join(_knob_setting(k, preset[k]) for k in differ)
     now = ", ".join(_knob_setting(k, values[k]) for k in differ)
-    return f"The narration describes the preset ({was}); your knobs: {now}."
+    return (f"The narration and the prediction describe the preset ({was}); your knobs: {now}."
+            + _idle_knobs_note(scene, beat, values, differ))
+
+
+def _idle_knobs_note(scene: Any, beat: Any, values: dict[str, str], differ: list[str]) -> str:
+    """" X has no effect here: it applies only with Y." for each knob the learner changed that
+    another knob switches off (its `only_if`), so a setting never changes nothing silently."""
+    try:
+        parsed = scene.knob_values(beat, {k: values[k] for k in differ})
+    except (KeyError, ValueError):
+        return ""
+    out = []
+    for k in differ:
+        cond = {o: allowed for o, allowed in (scene.knob(k).only_if or {}).items() if o != k}
+        if cond and not scene.knob_applies(k, parsed):
+            need = " and ".join(f"{o}={'/'.join(allowed)}" for o, allowed in cond.items())
+            out.append(f" {_knob_setting(k, values[k])} has no effect here: it applies only with {need}.")
+    return "".join(out)
 
 
 def _outcomes(timeline: Timeline) -> dict[str, Any]:
@@ -1281,6 +1298,10 @@ def beats_panel(
         ),
         "next_scene": course_links(state.scene_id, embed=embed)["next"]
         if index + 1 == len(beats) and not embed
+        else None,
+        # the last beat of a scene whose next one is not built yet: a summary and the way back
+        "scene_end": {"summary": getattr(scene, "ending", None), "url": urls.home_url()}
+        if index + 1 == len(beats) and not embed and course_links(state.scene_id)["next"] is None
         else None,
         "sandbox": sandbox,
         "knob_note": knob_note(scene, beat, values),

@@ -373,6 +373,8 @@ class Scene(_Strict):
     title: str
     promise: str
     previously: str
+    # what the scene showed, said after its last beat when no later scene is built yet
+    ending: str | None = None
     minutes: int
     knobs: list[Knob]
     beats: list[Beat] = Field(min_length=1)
@@ -493,7 +495,8 @@ class Scene(_Strict):
 
 
 # the calls of Kafka's transactional producer API (contract part 2)
-TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction")
+TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
+                     "send_offsets_to_transaction")
 
 
 def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ A mixin of engine.sim.Sim: its methods read and change the partition simulation'
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..compaction import INVALID_RECORD, refuses
@@ -24,6 +25,10 @@ from ..state import (
 NUM_BATCHES_TO_RETAIN = 5  # ProducerStateEntry: the batches a replica remembers per producer id
 
 
+
+def _nothing() -> None:
+    """What is left to say after an answer that was not lost: nothing."""
+
 class LeaderRole:
     # ---------------------------------------------------------------------------------------
     # leader: the produce path (kafka-semantics.md §2)
@@ -36,29 +41,41 @@ class LeaderRole:
         return self.prof.accepts_acks_above_one and isinstance(acks, int) and acks > 1
 
     def _respond(
-        self, bid: int, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None
-    ) -> None:
+        self, bid: int, idx: int, attempt_id: int, error: str | None, offsets: list[int] | None,
+        defer_loss: bool = False,
+    ) -> Callable[[], None]:
+        """Answer a produce request. Returns what is left to say: with `defer_loss`, the step
+        telling that a scenario's lost response was lost, for the caller to emit after its own
+        step ("B1 answers the producer"), so the log reads in the order things happen."""
         b = self.batches[idx]
         if b.acks == 0:
-            return  # acks=0 gets no response (KA 709-728)
+            return _nothing  # acks=0 gets no response (KA 709-728)
         if b.control is not None:  # a transaction marker: the answer goes to the coordinator
             answer = (self.partition, idx, attempt_id, error, offsets)
             self.send(bid, "txn-coordinator", self.txn.marker_answer, answer)
-            return
+            return _nothing
         if b.lose_response:
             # the scenario's lost response (kafka-eos-kraft A1): the leader has done its work, the
             # answer never reaches the producer, which hears nothing until request.timeout.ms
             b.lose_response = False
-            self.step(
-                "leader_response_lost",
-                f"broker-{bid}",
-                f"B{bid}'s answer for {_fmt_records(b.records)} is lost on the way: the producer hears "
-                f"nothing and times out after request.timeout.ms={b.session.config.request_timeout_ms}",
-                broker=bid,
-                produce=idx,
-            )
-            return
+
+            def lost() -> None:
+                self.step(
+                    "leader_response_lost",
+                    f"broker-{bid}",
+                    f"B{bid}'s answer for {_fmt_records(b.records)} is lost on the way: the producer "
+                    f"hears nothing, and its request.timeout.ms={b.session.config.request_timeout_ms} "
+                    "clock runs on",
+                    broker=bid,
+                    produce=idx,
+                )
+
+            if defer_loss:
+                return lost
+            lost()
+            return _nothing
         self.send(bid, "producer", self._producer_response, (idx, attempt_id, error, offsets))
+        return _nothing
 
     def _reject_produce(self, bid: int, idx: int, attempt_id: int, kind: str, error: str, text: str) -> None:
         """A produce refused before any append: say why, answer with Kafka's error."""
@@ -369,7 +386,7 @@ class LeaderRole:
             else:
                 need = acks if acks != "min_isr" else self.eff_min()
                 text = f"{need} replicas have offset {required - 1}: success"
-            self._respond(br.id, idx, attempt_id, None, offsets)
+            lost = self._respond(br.id, idx, attempt_id, None, offsets, defer_loss=True)
             self.step(
                 "leader_complete_produce" if acks in (-1, "min_isr") else "leader_ack_count",
                 f"broker-{br.id}",
@@ -377,8 +394,9 @@ class LeaderRole:
                 broker=br.id,
                 produce=idx,
             )
+            lost()  # the answer is sent, then lost: the steps say it in that order
         else:
-            self._respond(br.id, idx, attempt_id, verdict, None)
+            lost = self._respond(br.id, idx, attempt_id, verdict, None, defer_loss=True)
             self.step(
                 "leader_complete_produce",
                 f"broker-{br.id}",
@@ -387,6 +405,7 @@ class LeaderRole:
                 produce=idx,
                 error=verdict,
             )
+            lost()
 
     def _check_purgatory(self, br: Broker) -> None:
         if not br.parked:

@@ -169,8 +169,8 @@ def test_placeholders_follow_the_knobs_and_a_note_names_what_differs():
     beat = presenters.beats_panel(scene, state, timeline, embed=False)
     body = " ".join(seg["text"] for p in beat["lead"] + beat["more"] for seg in p)
     assert "min.insync.replicas=1" in body and "{" + "min.insync.replicas}" not in body
-    assert beat["knob_note"] == ("The narration describes the preset (min.insync.replicas=2); "
-                                 "your knobs: min.insync.replicas=1.")
+    assert beat["knob_note"] == ("The narration and the prediction describe the preset "
+                                 "(min.insync.replicas=2); your knobs: min.insync.replicas=1.")
     preset, _ = parse_state(scene, [("beat", "standard-setup")], SETTINGS)
     timeline, preset = build_timeline(SIM, scene, preset)
     assert presenters.beats_panel(scene, preset, timeline, embed=False)["knob_note"] is None

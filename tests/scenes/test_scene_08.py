@@ -16,7 +16,7 @@ from scene_helpers import ask_live
 from scenes import Scene, load_scene
 
 BEATS = ["lost-response-duplicate", "idempotent-retry", "restart-new-pid", "transaction-commit",
-         "abort-read-committed", "zombie-fenced"]
+         "abort-read-committed", "zombie-fenced", "stale-generation"]
 TXN_OFF = {"transactional.id": "null"}
 UNCOMMITTED = {"isolation.level": "read_uncommitted"}
 ABCDE = ["a", "b", "c", "d", "e"]
@@ -45,7 +45,7 @@ def test_header_knobs_and_beats(s08):
     assert (s08.id, s08.slug) == ("08", "exactly-once")
     knobs = [k.key for k in s08.knobs]
     assert knobs == ["enable.idempotence", "acks", "max.in.flight.requests.per.connection",
-                     "transactional.id", "isolation.level", "transaction.timeout.ms"]
+                     "transactional.id", "isolation.level"]  # transaction.timeout.ms changed nothing here
     assert s08.knob("acks").only_if == {"enable.idempotence": ["false"]}
     assert [b.id for b in s08.beats] == BEATS
     assert s08.challenge.goal == "duplicate_then_dedupe"
@@ -222,3 +222,40 @@ def test_the_diagram_shows_the_counters(s08):
     assert "app · pid 1002 · epoch 0 · next seq 1" in texts
     strip = [b["text"] for b in d["strip"]]
     assert "B1 knows pid 1000: e0, last seq 2" in strip and "B1 knows pid 1002: e0, last seq 0" in strip
+
+
+def test_B5_a_stale_generation_member_is_refused_and_the_application_aborts(s08):
+    """§E.B B5 (last case, with §C): c1 stalls past max.poll.interval.ms, the group moves to
+    generation 2 with c2 owning P0, and c1's offsets sent with app-2's transaction are refused
+    (UNKNOWN_MEMBER_ID, abortable); the application aborts, read_committed sees no output."""
+    r = replay(s08, "stale-generation")
+    assert entries(r) == [(0, "a", 0, None), (1, "b", 0, None), (2, "c", 0, None), (3, None, 0, "COMMIT"),
+                          (4, "A", 1, None), (5, "B", 1, None), (6, "C", 1, None), (7, None, 1, "ABORT")]
+    g = r["groups"]["pay-group"]
+    assert [(h["generation"], h["assignment"]) for h in g["history"]] == [(1, {"c1": [0]}), (2, {"c2": [0]})]
+    assert (g["coordinator"], g["offsets_partition"]) == (2, 46)
+    calls = [(t["producer"], t["action"], t["outcome"], t["error"]) for t in r["transactions"]]
+    assert ("app-2", "send_offsets_to_transaction", "error", "UNKNOWN_MEMBER_ID") in calls
+    assert ("app-2", "commit_transaction", "error", "UNKNOWN_MEMBER_ID") in calls
+    assert ("app-2", "abort_transaction", "aborted", None) in calls
+    assert polled(r) == [[(0, "a"), (1, "b"), (2, "c")]]  # the reader: no A, B, C
+    assert "c2.poll() returns P0:0 a, P0:1 b, P0:2 c" in [s["text"].split(";")[0] for s in r["steps"]]
+    left = step_index(r, "group_member_left")
+    assert r["steps"][left - 1]["t_ms"] == 13_527
+    assert s08.beat("stale-generation").predict.answer == 1
+
+
+def test_challenge_counts_the_copies_and_names_beat_1():
+    """§E.A A1 retried twice without idempotence (two lost answers): a to e three times, said so."""
+    from types import SimpleNamespace
+
+    from app import challenges
+
+    appends = [{"i": k + 1, "kind": "leader_append", "partition": 0, "offsets": [5 * k, 5 * k + 4],
+                "records": ABCDE} for k in range(3)]
+    timeline = SimpleNamespace(steps=appends, step=3, view={"ledger": {"duplicates": ABCDE}}, scenario={})
+    met, said = challenges.judge("duplicate_then_dedupe", timeline)
+    assert met and "a, b, c, d, e three times" in said and "beat 1" in said
+    empty = SimpleNamespace(steps=[], step=0, view={}, scenario={})
+    met, said = challenges.judge("duplicate_then_dedupe", empty)
+    assert not met and "Start from beat 1" in said
