@@ -107,12 +107,22 @@ def idle_reason(view: dict[str, Any], group: str, p: int) -> str | None:
             c = consumers.get(cid) or {}
             if not c.get("alive"):
                 return f"{cid} {c.get('status') or 'gone'}"
+            if g.get("state") == "Stable":
+                # the new generation gives it to cid, which has not taken it up yet (it revokes
+                # only while the group prepares a rebalance)
+                return f"given to {cid}, not yet taken up"
             return f"revoked by {cid}"
     last = (g.get("history") or [])[-1:] or [{}]
     for cid, parts in sorted((last[0].get("assignment") or {}).items()):
         if p in [int(x) for x in parts or []]:
             c = consumers.get(cid) or {}
             return f"{cid} {c.get('status') or 'gone'}" if not c.get("alive") else f"revoked by {cid}"
+    # the newest generation gives it to nobody: the cooperative assignor held it back, so the member
+    # of the generation before gives it up and a further round hands it out
+    earlier = (g.get("history") or [])[-2:-1]
+    for cid, parts in sorted(((earlier[0] if earlier else {}).get("assignment") or {}).items()):
+        if p in [int(x) for x in parts or []]:
+            return f"held back, revoked by {cid}"
     return None
 
 

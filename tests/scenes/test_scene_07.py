@@ -167,3 +167,75 @@ def test_the_challenge_is_not_met_by_the_dynamic_rolling_restart(s07):
 def test_the_challenge_is_met_with_static_members(s07):
     met, said = _judged(s07, [("beat", "rolling-restart"), ("group.instance.id", "true")])
     assert met, said
+
+
+def _page(scene: Scene, pairs: list[tuple[str, str]]) -> tuple[Any, Any]:
+    """The main timeline and the comparison column the page builds for `pairs`."""
+    from app import frames, presenters
+    from app.settings import Settings
+    from app.simulation import Simulator, build_compare, build_timeline
+    from app.state import parse_state
+
+    sim = Simulator(8)
+    state, _ = parse_state(scene, pairs, Settings())
+    timeline, state = build_timeline(sim, scene, state)
+    run = build_compare(sim, scene, state, timeline)
+    other = frames.timeline_path(sim, run.timeline)
+    return timeline, presenters.compare_panel(scene, state, timeline, run, box=other.box, stops=other.stops)
+
+
+def test_e3_every_knob_reaches_the_comparison_lane_too(s07):
+    """F.E E3 with session.timeout.ms=6000: both lanes notice the crash at 12.005 s (the learner
+    saw 51.005 s on the right: the comparison's text was written for the preset); only the
+    assignor differs between the lanes."""
+    main = run(s07, "member-crashes", **{"session.timeout.ms": 6000})
+    coop = run(s07, "member-crashes", "compare", **{"session.timeout.ms": 6000})
+    assert [s["t_ms"] for s in steps_of(main, "group_member_expired")] == [12005]
+    assert [s["t_ms"] for s in steps_of(coop, "group_member_expired")] == [12005]
+    knobs = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 60000,
+             "group.initial.rebalance.delay.ms": 0}
+    left = s07.scenario_for("member-crashes", knobs)
+    right = s07.compare_scenario_for("member-crashes", knobs)
+    for a, b in zip(left["consumers"], right["consumers"], strict=True):
+        assert {k: v for k, v in a.items() if k != "partition.assignment.strategy"} == \
+               {k: v for k, v in b.items() if k != "partition.assignment.strategy"}
+    assert left["timing"] == right["timing"]
+    _, panel = _page(s07, [("beat", "member-crashes"), ("session.timeout.ms", "6000"), ("step", "1")])
+    assert "51.005" not in panel["now"] + str(panel["narration"])
+
+
+def test_e2_the_comparison_says_its_own_current_step_never_its_end(s07):
+    """F.E E2: before the first step the comparison has only a setup line; at each step it says
+    what its own run did last, counted on its own path."""
+    _, panel = _page(s07, [("beat", "third-member-joins"), ("step", "0")])
+    assert panel["now"] == "Before its first step."
+    text = "".join(str(x) for x in panel["narration"])
+    assert "generation 3" not in text.lower() and " s later" not in text
+    _, panel = _page(s07, [("beat", "third-member-joins"), ("step", "100000")])
+    assert panel["now"].startswith("Last in this run: ")
+    assert panel["position"].startswith("This run's own step ")
+
+
+def test_e2_key_moments_land_where_the_thing_happens(s07):
+    """F.E E2 under eager: c1 revokes 2 s after c0 (the key moment is c1's), and c2 owns nothing
+    until its own consumer_join of generation 2."""
+    from app import frames
+
+    r = run(s07, "third-member-joins")
+    beat = s07.beat("third-member-joins")
+    moments = {m.title: frames.find_key_moment(r["steps"], m) for m in beat.key_moments}
+    revoke = r["steps"][moments["c1 revokes last: all six partitions have stopped"] - 1]
+    assert (revoke["kind"], revoke["consumer"], revoke["t_ms"]) == ("consumer_revoke", "c1", 16000)
+    join = r["steps"][moments["c2 takes its share of generation 2"] - 1]
+    assert (join["kind"], join["consumer"]) == ("consumer_join", "c2")
+
+
+def test_e2_a_partition_given_to_a_member_that_never_owned_it_is_not_called_revoked(s07):
+    from app.groupview import idle_reason
+
+    sc = s07.scenario_for("third-member-joins")
+    r = run(s07, "third-member-joins")
+    at = next(k for k, s in enumerate(r["steps"], 1)
+              if s["kind"] == "group_sync_complete" and s["t_ms"] > 7000)
+    view = engine.simulate(sc, at_step=at)["view"]
+    assert idle_reason(view, "billing", 4) == "given to c2, not yet taken up"
