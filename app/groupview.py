@@ -177,7 +177,7 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
     for p in range(partitions):
         cid = owner.get(p)
         if cid is not None and cid in busy:  # owned, but its application is not polling
-            chips.append({"p": p, "label": f"{cid} busy", "short": f"{cid}…",
+            chips.append({"p": p, "label": f"{cid} busy", "short": cid, "sub": "busy",
                           "cls": f"m{index.get(cid, 0) % 4} busy",
                           "title": f"P{p}: {cid} owns it, but its application is busy and does not poll"})
         elif cid is not None:
@@ -242,15 +242,17 @@ def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str,
     n = max(1, len(content["chips"]))
     gap = 4
     chip_w = (width - 2 * pad - gap * (n - 1)) / n
-    chip_h = 36
+    chip_h = 48 if narrow else 36  # narrow chips may need a third line ("busy")
     chips = []
     for k, c in enumerate(content["chips"]):
         x = pad + k * (chip_w + gap)
         room = int(chip_w / 7.4)
         text = c["label"] if len(c["label"]) <= room else c["short"]
+        sub = c.get("sub") if text != c["label"] else None  # a third line when the label does not fit
         chips.append({**c, "x": round(x, 1), "y": round(chip_top, 1), "w": round(chip_w, 1), "h": chip_h,
                       "cx": round(x + chip_w / 2, 1), "ty1": round(chip_top + 15, 1),
-                      "ty2": round(chip_top + 30, 1), "text": text})
+                      "ty2": round(chip_top + 30, 1), "ty3": round(chip_top + 43, 1),
+                      "text": text, "sub": sub})
     y = chip_top + chip_h + 12
     cols = 1 if narrow else min(3, max(1, len(content["members"])))
     card_w = (width - 2 * pad - 8 * (cols - 1)) / cols
@@ -332,6 +334,8 @@ def run_title(scenario: dict[str, Any]) -> str:
     """The title over the main run of a comparison: what its consumers are configured with."""
     group = shared_groups(scenario)[0]
     spec = next(c for c in scenario.get("consumers") or [] if c.get("group.id") == group)
-    strategy = ", ".join(spec.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+    listed = list(spec.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+    # the protocol every listed assignor supports (only cooperative-sticky supports cooperative)
+    protocol = "cooperative" if all(a == "cooperative-sticky" for a in listed) else "eager"
     static = " · static members" if spec.get("group.instance.id") else ""
-    return f"This run: [{strategy}]{static}"
+    return f"This run: [{', '.join(listed)}] = {protocol}{static}"
