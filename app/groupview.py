@@ -82,6 +82,46 @@ def started_at(view: dict[str, Any], group: str) -> int | None:
     return int(history[0]["t_ms"]) if history else None
 
 
+def partition_idle(timeline: Any) -> dict[int, int] | None:
+    """Each partition's idle time so far: how long, from the first time a member took it up to the
+    current step, no live member of the group held it (revoked and not yet given out again, given
+    out but not yet taken up, or its holder crashed, closed or was removed). This is what a
+    rebalance costs the topic, and what the eager and cooperative protocols differ on; a holder
+    whose application is busy without poll() still holds its partitions and is not counted here
+    (the member's own `down` time counts it). Read from every step's state (`timeline.views`);
+    None without them."""
+    views, steps = getattr(timeline, "views", None), timeline.steps
+    if not views:
+        return None
+    group = shared_groups(timeline.scenario)[0]
+    partitions = int((timeline.scenario.get("topic") or {}).get("partitions", 1))
+    idle = dict.fromkeys(range(partitions), 0)
+    seen: set[int] = set()  # a partition counts from the first time a member took it up
+    for k in range(min(timeline.step, len(views) - 1)):
+        # the state after k steps holds from step k's time until step k+1's
+        start = int(steps[k - 1]["t_ms"]) if k > 0 else 0
+        span = int(steps[k]["t_ms"]) - start
+        held = owners(views[k], group)
+        seen |= set(held)
+        if span <= 0:
+            continue
+        for p in idle:
+            if p in seen and p not in held:
+                idle[p] += span
+    return idle
+
+
+def idle_text(idle: dict[int, int]) -> str:
+    """ "P0-P2 2.004 s, P3-P5 4 ms": runs of neighbouring partitions with the same idle time."""
+    runs: list[tuple[int, int, int]] = []
+    for p in sorted(idle):
+        if runs and runs[-1][1] == p - 1 and runs[-1][2] == idle[p]:
+            runs[-1] = (runs[-1][0], p, idle[p])
+        else:
+            runs.append((p, p, idle[p]))
+    return ", ".join((f"P{a}" if a == b else f"P{a}-P{b}") + f" {formats.sim_time(ms)}" for a, b, ms in runs)
+
+
 def _parts(ids: list[int]) -> str:
     return ", ".join(f"P{p}" for p in ids) if ids else "nothing"
 
@@ -217,6 +257,10 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
             "title": f"{cid}: {status}; owns {_parts(owned)}; {state}. {_timers(specs.get(cid) or {})}",
         })
     coord = f"B{g['coordinator']}" if g.get("coordinator") is not None else "—"
+    first = _first_coordinator(timeline, group)
+    if first is not None and g.get("coordinator") is not None and first != g["coordinator"]:
+        # the broker leading its __consumer_offsets partition failed: another replica leads it now
+        coord += f" (moved from B{first})"
     protocol = g.get("protocol")
     how = protocol or "no protocol yet"
     if protocol and g.get("assignor"):
@@ -229,6 +273,15 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
         sub += f" · {rebalances} rebalance{'s' if rebalances != 1 else ''}"
     return {"group": group, "head": head, "gen": gen, "sub": sub, "chips": chips, "members": members,
             "down": down, "state": str(g.get("state") or "")}
+
+
+def _first_coordinator(timeline: Any, group: str) -> int | None:
+    """The group's coordinator broker at the first step that had one (None without views)."""
+    for v in (getattr(timeline, "views", None) or [])[: timeline.step + 1]:
+        c = ((v.get("groups") or {}).get(group) or {}).get("coordinator")
+        if c is not None:
+            return int(c)
+    return None
 
 
 def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str, Any]:
@@ -326,7 +379,12 @@ def outcomes(timeline: Any) -> dict[str, Any]:
             downs.append(f"{cid} {formats.sim_time(member_downtime(timeline.result, view, cid)[0])}")
     head = (f"Generation {g.get('generation')}, {g.get('rebalances', 0)} rebalance"
             f"{'s' if g.get('rebalances', 0) != 1 else ''} so far." if g else "The group has not formed yet.")
-    text = head + (f" Downtime since the group started: {', '.join(downs)}." if downs else "")
+    idle = partition_idle(timeline) if started_at(view, group) is not None else None
+    text = head
+    if idle is not None:
+        text += f" Partitions idle since the group started (no live member holding them): {idle_text(idle)}."
+    if downs:
+        text += f" Members down (live but processing nothing): {', '.join(downs)}."
     return {"acked": [], "failed": [], "waiting": [], "unanswered": [], "lost": [], "text": text}
 
 

@@ -239,3 +239,45 @@ def test_e2_a_partition_given_to_a_member_that_never_owned_it_is_not_called_revo
               if s["kind"] == "group_sync_complete" and s["t_ms"] > 7000)
     view = engine.simulate(sc, at_step=at)["view"]
     assert idle_reason(view, "billing", 4) == "given to c2, not yet taken up"
+
+
+def _timelines(scene: Scene, pairs: list[tuple[str, str]]) -> tuple[Any, Any]:
+    from app.settings import Settings
+    from app.simulation import Simulator, build_compare, build_timeline
+    from app.state import parse_state
+
+    sim = Simulator(8)
+    state, _ = parse_state(scene, pairs, Settings())
+    timeline, state = build_timeline(sim, scene, state)
+    return timeline, build_compare(sim, scene, state, timeline).timeline
+
+
+def test_e2_partition_idle_time_is_what_eager_and_cooperative_differ_on(s07):
+    """F.E E2: under eager every partition is idle (c0's for the 2 s it waits for c1, c1's for
+    the 4 ms of the rebalance); under cooperative only P4 and P5, for the 5 s between the rounds."""
+    from app.groupview import outcomes, partition_idle
+
+    main, coop = _timelines(s07, [("beat", "third-member-joins"), ("step", "100000")])
+    assert partition_idle(main) == {0: 2004, 1: 2004, 2: 2004, 3: 4, 4: 4, 5: 4}
+    assert partition_idle(coop) == {0: 0, 1: 0, 2: 0, 3: 0, 4: 5000, 5: 5000}
+    assert "P0-P2 2.004 s, P3-P5 4 ms" in outcomes(main)["text"]
+
+
+def test_e7_a_static_restart_leaves_its_partitions_idle_while_it_is_away(s07):
+    """§E.7: no rebalance, but the restarted member's partitions are idle the 5 s it is gone (the
+    member's own "down" time does not count a process that is not running)."""
+    from app.groupview import partition_idle
+
+    main, static = _timelines(s07, [("beat", "rolling-restart"), ("step", "100000")])
+    assert partition_idle(static) == dict.fromkeys(range(6), 5004)
+    assert max(partition_idle(main).values()) < 5004
+
+
+def test_the_group_drawing_says_when_the_coordinator_moved(s07):
+    """Crashing B1, which leads __consumer_offsets partition 9, moves billing's coordinator."""
+    from app.groupview import group_content
+
+    main, _ = _timelines(s07, [("beat", "member-crashes"), ("step", "100000")])
+    assert "coordinator B1" in group_content(main, main.scenario)["sub"]
+    crashed, _ = _timelines(s07, [("beat", "member-crashes"), ("a", "crash:1@30"), ("step", "100000")])
+    assert "(moved from B1)" in group_content(crashed, crashed.scenario)["sub"]
