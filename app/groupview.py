@@ -309,22 +309,28 @@ def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str,
     y = chip_top + chip_h + 12
     cols = 1 if narrow else min(3, max(1, len(content["members"])))
     card_w = (width - 2 * pad - 8 * (cols - 1)) / cols
-    card_h = 76
+    # On a phone the two runs of a comparison are stacked, so each member is one compact card of
+    # two lines (name, partitions and down time; then what it does), keeping both runs close.
+    card_h = 44 if narrow else 76
+    gap_y = 5 if narrow else 8
     cards = []
     for k, m in enumerate(content["members"]):
         col, row = k % cols, k // cols
         x = pad + col * (card_w + 8)
-        top = y + row * (card_h + 8)
-        mini_w = 26
-        minis = [{"p": p, "x": round(x + 10 + j * (mini_w + 3), 1), "y": round(top + 30, 1), "w": mini_w,
-                  "tx": round(x + 10 + j * (mini_w + 3) + mini_w / 2, 1), "ty": round(top + 42, 1)}
+        top = y + row * (card_h + gap_y)
+        mini_w, mini_gap = (22, 2) if narrow else (26, 3)
+        mini_x, mini_y = (x + 84, top + 5) if narrow else (x + 10, top + 30)
+        minis = [{"p": p, "x": round(mini_x + j * (mini_w + mini_gap), 1), "y": round(mini_y, 1), "w": mini_w,
+                  "tx": round(mini_x + j * (mini_w + mini_gap) + mini_w / 2, 1), "ty": round(mini_y + 12, 1)}
                  for j, p in enumerate(m["owned"])]
         cards.append({**m, "x": round(x, 1), "y": round(top, 1), "w": round(card_w, 1), "h": card_h,
                       "tx": round(x + 10, 1), "name_y": round(top + 18, 1), "tag_x": round(x + card_w - 8, 1),
-                      "minis": minis, "none_y": round(top + 42, 1), "state_y": round(top + 62, 1),
+                      "minis": minis, "none_x": round(mini_x, 1),
+                      "none_y": round(top + 18 if narrow else top + 42, 1),
+                      "state_y": round(top + 36 if narrow else top + 62, 1),
                       "down_x": round(x + card_w - 8, 1)})
     rows = (len(content["members"]) + cols - 1) // cols
-    height = y + rows * (card_h + 8) + 2
+    height = y + rows * (card_h + gap_y) + 2
     return {"width": width, "height": round(height), "head_y": head_y, "gen_y": gen_y, "sub_y": sub_y,
             "label_x": pad,
             "chips_label_y": round(chips_label_y, 1), "chips": chips, "cards": cards, "clock_x": width - pad,
