@@ -291,7 +291,7 @@ def compare_panel(
     # Between two of its stops the comparison is counted at the last one it has reached.
     shown = _reached_stop(stops, other.step)
     counter = formats.step_counter(_stop_steps(stops), shown.step if shown else other.step, other.step_count)
-    out["position"] = f"This run's own {counter} · {formats.clock(other_t)}" + when
+    out["position"] = f"{counter.capitalize()} (this run's own steps) · {formats.clock(other_t)}" + when
     # what this run did last, as the caption under the left run says it: never its end
     out["now"] = (f"Last in this run: {shown.title}" if shown is not None and shown.step > 0
                   else "Before its first step.")

@@ -213,7 +213,7 @@ def test_e2_the_comparison_says_its_own_current_step_never_its_end(s07):
     assert "generation 3" not in text.lower() and " s later" not in text
     _, panel = _page(s07, [("beat", "third-member-joins"), ("step", "100000")])
     assert panel["now"].startswith("Last in this run: ")
-    assert panel["position"].startswith("This run's own step ")
+    assert panel["position"].startswith("Step ") and "(this run's own steps)" in panel["position"]
 
 
 def test_e2_key_moments_land_where_the_thing_happens(s07):
