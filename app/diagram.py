@@ -871,6 +871,23 @@ def _fits(text: str, cell_w: float, char_w: float = 6.4) -> bool:
     return cell_w >= 22 or len(text) * char_w <= cell_w - 4
 
 
+ACT_RESERVE = 200  # a wide log diagram keeps this much of its right side for the pills in flight
+
+
+def _widened(g: Geometry, widest: float) -> Geometry:
+    """On a wide screen a log longer than its column takes room from the activity column (kept
+    ACT_RESERVE wide for the pills), so its cells stay up to cell_max wide instead of shrinking
+    into half the drawing (05a's 11 offsets were 21 px cells in 236 of 720 px). The same for every
+    step of a run: it depends on the longest log only."""
+    if g.stacked or widest * g.cell_max <= g.log_width:
+        return g
+    room = g.width - 8 - ACT_RESERVE - (g.act_left - g.log_left - g.log_width) - g.log_left
+    log_width = int(min(widest * g.cell_max, max(g.log_width, room)))
+    shift = log_width - g.log_width
+    return dataclasses.replace(g, log_width=log_width, gutter_left=g.gutter_left + shift,
+                               act_left=g.act_left + shift)
+
+
 def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     """SVG coordinates of a log diagram's content (app/logdiagram.py) in geometry `g`."""
     W = g.width
@@ -878,6 +895,7 @@ def layout_log(model: dict[str, Any], g: Geometry) -> dict[str, Any]:
     for p in model["pills"]:
         items_at.setdefault(p["at"], []).append({"type": "pill", **p})
     widest = max([g.min_cells] + [r["span"] for r in model["rows"]])
+    g = _widened(g, widest)
     cell_w = max(g.cell_min, min(g.cell_max, g.log_width / widest))
     narrow_cells = cell_w < 22
     ports: dict[str, dict[str, float]] = {}

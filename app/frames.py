@@ -56,6 +56,25 @@ STOPS_CACHE_ENTRIES = 64
 
 _ERROR_RE = re.compile(r"\b[A-Z][A-Z_]{4,}[A-Z]\b")
 
+# A consumer joining its group: the wire protocol between subscribe() and the member owning its
+# partitions (JoinGroup, MEMBER_ID_REQUIRED, JoinGroup again, the initial delay, SyncGroup). In a
+# scene that is not about groups it is one stop, ending at consumer_join (the assignment); a beat
+# with a key moment on one of these kinds wants them step by step and keeps them.
+JOIN_PROTOCOL_KINDS = frozenset({
+    "consumer_subscribe", "consumer_join_group", "group_member_id_required", "group_prepare_rebalance",
+    "group_initial_delay", "group_join_complete", "consumer_leader_assign", "consumer_sync_group",
+    "group_sync_complete",
+})
+JOIN_PROTOCOL_END = "consumer_join"
+
+
+def _join_title(texts: Sequence[str]) -> str:
+    """One stop for a whole join: what started it, how many protocol steps, and what it gave."""
+    texts = [t.rstrip(".") for t in texts if t]
+    middle = len(texts) - 2
+    return (f"{texts[0]}; the group protocol takes {middle} more steps (JoinGroup, the member id the "
+            f"coordinator hands out, SyncGroup); {texts[-1]}.")
+
 
 @dataclass(frozen=True)
 class KeyMoment:
@@ -264,12 +283,23 @@ def stops(
         sa, sb = sig(a), sig(b)
         return sa is not None and sa == sb
 
+    fold_joins = not any(m.kind in JOIN_PROTOCOL_KINDS for m in key_moments)
+
+    def joining(step: int) -> bool:
+        """A step of a group join that the next one continues (see JOIN_PROTOCOL_KINDS)."""
+        this, after = steps[step - 1], steps[step]
+        return (fold_joins and this.get("kind") in JOIN_PROTOCOL_KINDS
+                and after.get("kind") in JOIN_PROTOCOL_KINDS | {JOIN_PROTOCOL_END}
+                and "operator" not in (this.get("actor"), after.get("actor")))
+
     def together(step: int) -> bool:
         """Steps one actor takes at one simulated moment are one stop (the leader advances its HW
         and completes the parked request); without a diagram to compare, so are all the steps of
-        one moment."""
+        one moment. A group join is one stop too, unless the beat is about it."""
         if step >= n:
             return False
+        if joining(step):
+            return True
         this, after = steps[step - 1], steps[step]
         if this.get("t_ms") != after.get("t_ms") or "operator" in (this.get("actor"), after.get("actor")):
             return False  # each fault the operator injects is a stop of its own
@@ -338,6 +368,10 @@ def stops(
         t_ms = int(shown.get("t_ms", 0))
         moments = [t for s in range(draft.first, draft.last + 1) for t in key_steps.get(s, [])]
         title = _title(texts, draft.repeat_title)
+        kinds = [str(s.get("kind")) for s in held]
+        if (fold_joins and not draft.repeat_title and len(held) > TITLE_TEXTS
+                and kinds[-1] == JOIN_PROTOCOL_END and set(kinds[:-1]) <= JOIN_PROTOCOL_KINDS):
+            title = _join_title(texts)
         if draft.repeat_title and draft.repeat_first and draft.repeat_first > draft.first:
             before_run = texts[: draft.repeat_first - draft.first]
             title = _title(before_run, None) + " " + draft.repeat_title

@@ -126,7 +126,11 @@ def existing(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def kept(st: dict[str, Any]) -> int:
-    """How many records a partition holds now: from its log start offset to its end."""
+    """How many records a partition holds now: the records of its log from its log start offset
+    (a compacted log has gaps, so this is not its end minus its start; a log the view does not
+    list, an offline one, counts its offsets)."""
+    if st["log"]:
+        return sum(1 for e in st["log"] if int(e["offset"]) >= st["log_start"])
     return max(0, st["leo"] - st["log_start"])
 
 
@@ -436,7 +440,9 @@ def _segments_model(st: dict[str, Any]) -> list[dict[str, Any]]:
         label = "active · " if active else f"{section} · " if section else ""
         out.append({"base": base, "next": nxt, "bytes": size, "active": active,
                     "text": label + bytes_text(size),
-                    "short": bytes_text(size).replace(" ", ""),
+                    # where the whole label does not fit: the active one keeps its name (the bytes
+                    # are in its title), the others their size
+                    "short": "active" if active else bytes_text(size).replace(" ", ""),
                     "title": f"P{st['number']} segment {base}: {span}, {size} bytes; {what}"})
     return out
 
@@ -482,6 +488,27 @@ def _horizon_text(entry: dict[str, Any], st: dict[str, Any]) -> str:
     if horizon is None:
         return ""
     return f"; a cleaning pass may remove it from {formats.clock(int(horizon))} on (its delete horizon)"
+
+
+CLEANER_KINDS = ("cleaner_check", "cleaner_offset_map")
+
+
+def cleaner_badge(steps: list[dict[str, Any]], ratio_min: Any) -> dict[str, Any]:
+    """What the log cleaner last decided, from its steps so far: a check that did not clean (the
+    dirty ratio it saw, not above the minimum) or a pass (the ratio that started it). There from
+    the first step, so the strip keeps its height; a check that cleans nothing is a visible change."""
+    last = next((s for s in reversed(steps) if s.get("kind") in CLEANER_KINDS), None)
+    if last is None:
+        return {"text": "cleaner: no check yet", "cls": "broker",
+                "title": "The log cleaner thread has not looked at this log yet"}
+    ratio = last.get("ratio")
+    seen = f"ratio {ratio:.2f}" if isinstance(ratio, (int, float)) else "nothing cleanable"
+    if last["kind"] == "cleaner_check":
+        text = f"cleaner: {seen}, not > {ratio_min}: waits"
+    else:
+        text = f"cleaner: {seen} > {ratio_min}: cleaned"
+    return {"text": text, "cls": "broker",
+            "title": "The log cleaner's last decision: " + str(last.get("text", ""))}
 
 
 def cleaned_runs(st: dict[str, Any]) -> list[dict[str, Any]]:
@@ -618,6 +645,9 @@ def diagram(
         "pills": _pills(snaps),
         "timers": [],
     }
+    if compacted:  # scene 05a: the cleaner's last decision, so a check that cleans nothing shows
+        ratio_min = (scenario.get("topic") or {}).get("min.cleanable.dirty.ratio", 0.5)
+        model["brokers"].append(cleaner_badge(steps, ratio_min))
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
         model["producer"]["counters"] = eos.producer_lines(scenario, snaps)
         model["producer"]["lines"] = model["producer"]["counters"] + model["producer"]["lines"]
@@ -650,6 +680,10 @@ def diagram(
         "clock": {"t_ms": t_ms, "text": formats.clock(t_ms), "timers": {}, "waits": {}},
         # what the legend explains (the same at every step of a scenario)
         "shows_segments": shows_segments(scenario),
+        # scene 05a: tombstones, the cleaner's gaps and sections; whether retention can move the
+        # log start (a compact-only topic never deletes whole segments)
+        "compacted": compacted,
+        "retention": "delete" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete")),
         "several": several,
         "readers": readers,
     }
@@ -690,6 +724,9 @@ def _log_text(st: dict[str, Any]) -> str:
         return "empty"
     parts = []
     for e in kept:
+        if is_tombstone(e):
+            parts.append(f"a tombstone for {e.get('key')} at {e['offset']}")
+            continue
         key = f" (key {e['key']})" if e.get("key") is not None else ""
         parts.append(f"{e.get('record')}{key} at {e['offset']}")
     return ", ".join(parts)
@@ -813,6 +850,12 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
                     else f"Offset {gone['first']}")
             text += (f" {span} deleted ({', '.join(str(e.get('record')) for e in deleted)} are gone)"
                      if len(deleted) > 1 else f" {span} deleted ({deleted[0].get('record')} is gone)") + "."
+        cleaned = row.get("cleaned") or []
+        if cleaned:
+            spans = ", ".join(f"{c['first']}-{c['last']}" if c["last"] > c["first"] else str(c["first"])
+                              for c in cleaned)
+            many = len(cleaned) > 1 or cleaned[0]["last"] > cleaned[0]["first"]
+            text += f" The cleaner removed offset{'s' if many else ''} {spans}: the offsets stay, as gaps."
         if row["markers"] and row["markers"].get("lso") is not None:
             text += f" Last stable offset {row['markers']['lso']}."
         if row["segments"]:
@@ -822,6 +865,8 @@ def describe(timeline: Any, view: dict[str, Any], states: list[dict[str, Any]], 
             text += " Markers: " + "; ".join(marks) + "."
         lines.append(text)
     lines.append("Brokers: " + "; ".join(_broker_words(view, states, groups)) + ".")
+    lines.extend(b["title"].replace("The log cleaner's", "Log cleaner's", 1).rstrip(".") + "."
+                 for b in model["brokers"] if b["text"].startswith("cleaner"))
     pills = model["pills"]
     if pills:
         lines.append("On the network: " + "; ".join(

@@ -436,6 +436,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 body, history = cached
                 return HTMLResponse(body, headers={**history, **VARY})
         timeline, state = build_timeline(sim, scene, state)
+        if is_htmx and not restoring and not injecting and not state.fine:
+            # a knob change keeps the step number, which in the new run can fall between two stops
+            # ("between steps 11 and 12 of 13"): it lands on the stop that holds that step instead
+            before = previous_state(request, scene, embed)
+            if before is not None and before.beat == state.beat and before.knobs != state.knobs:
+                moments = frames.beat_key_moments(scene.beat(state.beat))
+                path_stops = frames.timeline_stops(sim, timeline, moments)
+                landing = path_stops[frames.stop_index(path_stops, timeline.step)].step
+                if landing != timeline.step:
+                    timeline, state = build_timeline(sim, scene, state.replace(step=landing))
         canonical = urls.page_url(state, embed=embed)
         if injecting and not is_htmx and workshop is None:
             return RedirectResponse(canonical, status_code=303)

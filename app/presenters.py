@@ -1044,11 +1044,33 @@ def _idle_brokers(timeline: Timeline) -> list[int]:
 
 
 def idle_brokers_note(timeline: Timeline) -> str:
-    idle = [f"B{b}" for b in _idle_brokers(timeline)]
-    if not idle:
-        return ""
-    return (f"{', '.join(idle)} hold{'s' if len(idle) == 1 else ''} no replica of this topic, so a fault "
-            "there changes nothing here.")
+    """Which brokers a fault changes nothing at, which ones only coordinate a group, and, with one
+    replica per partition, what a crash of that replica means (no other broker can take over)."""
+    idle_ids = _idle_brokers(timeline)
+    idle = [f"B{b}" for b in idle_ids]
+    holders = _brokers_with_replicas(timeline)
+    running = [int(k) for k, b in (timeline.view.get("brokers") or {}).items()
+               if b.get("status", "running") == "running"]
+    coordinators = sorted(b for b in running if b not in holders and b not in idle_ids)
+    out = []
+    if idle:
+        out.append(f"{', '.join(idle)} hold{'s' if len(idle) == 1 else ''} no replica of this topic and "
+                   "coordinate{} no group, so a fault there changes nothing here.".format(
+                       "s" if len(idle) == 1 else ""))
+    if coordinators and holders:
+        names = ", ".join(f"B{b}" for b in coordinators)
+        out.append(f"{names} hold{'s' if len(coordinators) == 1 else ''} no replica either, but "
+                   f"coordinate{'s' if len(coordinators) == 1 else ''} a consumer group: a fault there "
+                   "holds up its commits and joins while it is down.")
+    single = [p for p in (timeline.result.get("partitions") or []) if len(p.get("replicas") or []) == 1]
+    if not single and len(timeline.view.get("partition", {}).get("replicas") or []) == 1:
+        single = [{"partition": 0, "replicas": timeline.view["partition"]["replicas"]}]
+    if single:
+        where = ", ".join(f"P{p.get('partition', i)} on B{p['replicas'][0]}" for i, p in enumerate(single))
+        out.append(f"One replica per partition here ({where}): crashing it leaves the partition with no "
+                   "leader and nothing to read or write until that broker restarts, since no other broker "
+                   "has its data to take over.")
+    return " ".join(out)
 
 
 def event_log(timeline: Timeline, max_lines: int) -> dict[str, Any]:
@@ -1124,6 +1146,15 @@ def code_panel(scene: Any, timeline: Timeline) -> dict[str, Any]:
 # knobs, headroom, beats, check yourself
 
 
+def _ms_words(key: str, value: str) -> str | None:
+    """A duration knob's value in words ("1 day"; "" under a second, where the number says it);
+    None for a knob that is not a duration."""
+    if not key.endswith(".ms"):
+        return None
+    ms = _int(value, 0)
+    return formats.sim_time(ms) if ms >= 1000 else ""
+
+
 def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
     values = dict(state.knobs)
     out = []
@@ -1137,8 +1168,12 @@ def knobs_panel(scene: Any, state: SceneState) -> list[dict[str, Any]]:
             "id": f"knob-{slug}",
             "help_id": f"knob-{slug}-help",
             "value": values[knob.key],
-            # when the label is the key itself ("acks"), show it once, as code
-            "key_is_label": knob.label == knob.key,
+            # when the label is the key itself ("acks"), show it once, as code; a label that starts
+            # with the key ("segment.bytes (scaled down)") shows the key once, then the rest
+            "key_is_label": knob.label == knob.key or knob.label.startswith(knob.key + " "),
+            "label_rest": knob.label[len(knob.key):].strip() if knob.label.startswith(knob.key + " ") else "",
+            # a duration in ms is also said in words beside the number ("86400000 = 1 day")
+            "human": _ms_words(knob.key, values[knob.key]),
         }
         if choices is not None:
             item["widget"] = "select"

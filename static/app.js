@@ -231,32 +231,31 @@
   });
 
   // -- on a phone, the caption stays clear of the pinned Step bar -------------------------------
-  // The bar rides at the bottom of the screen (static/app.css) and the caption follows the
-  // diagram in the page, so a tall diagram leaves the caption under the bar. After Step or Back
-  // (the bar's links, or the Step key, which clicks them) the page scrolls by just what it takes to
-  // show the whole caption above the bar, or its top when it is taller than the room. The heights
-  // do not change within a beat, so this scrolls at most once; the next steps find it in view.
-  var CAPTION_GAP_PX = 6;
-  var stepped = false;
+  // static/app.css keeps it there (the viewer's foot sticks above the bar), so Step and Back never
+  // scroll the page.
+
+  // -- a Q&A answer opened by a question is shown --------------------------------------------------
+  // The answer comes after the list of questions, so a question tapped near the list's end opens
+  // it off screen, or under a phone's pinned Step bar: bring its top into view (scroll-padding in
+  // static/app.css keeps it clear of the bar). Only for a question asked: stepping moves nothing.
+  var asked = false;
   document.addEventListener("htmx:beforeRequest", function (event) {
-    var elt = event.detail && event.detail.elt;
-    stepped = !!(elt && elt.closest && elt.closest("#stepbar"));
+    var trigger = event.detail && event.detail.requestConfig && event.detail.requestConfig.triggeringEvent;
+    var submitter = trigger && trigger.submitter;
+    asked = !!(submitter && submitter.closest && submitter.closest("#qa .questions"));
   });
-  function captionClearOfBar() {
-    var bar = document.getElementById("stepbar");
-    var caption = document.getElementById("caption");
-    if (!bar || !caption || getComputedStyle(bar).position !== "fixed") { return; }
-    var room = bar.getBoundingClientRect().top - CAPTION_GAP_PX;
-    var box = caption.getBoundingClientRect();
-    var by = 0;
-    if (box.bottom > room) { by = box.bottom - room; }
-    if (box.top - by < CAPTION_GAP_PX) { by = box.top - CAPTION_GAP_PX; }  // taller than the room
-    if (Math.abs(by) >= 1) { window.scrollBy({ top: Math.round(by), behavior: "instant" }); }
-  }
   document.addEventListener("htmx:afterSettle", function () {
-    if (!stepped) { return; }
-    stepped = false;
-    requestAnimationFrame(captionClearOfBar);  // htmx settles each swapped panel in turn
+    if (!asked) { return; }
+    asked = false;
+    requestAnimationFrame(function () {
+      var answer = document.querySelector("#qa .answer");
+      if (!answer) { return; }
+      var bar = document.getElementById("stepbar");
+      var fixed = bar && getComputedStyle(bar).position === "fixed";
+      var bottom = fixed ? bar.getBoundingClientRect().top : window.innerHeight;
+      var top = answer.getBoundingClientRect().top;
+      if (top < 0 || top > bottom - 80) { answer.scrollIntoView({ block: "start", behavior: "auto" }); }
+    });
   });
 
   // -- the diagram in words stays open from step to step ----------------------------------------
@@ -406,11 +405,33 @@
     }
   });
 
+  // a duration knob's value in words while the slider moves, as app/formats.py sim_time says it
+  // on the server ("1 day 2 hours", "30 s"): whole units only, which is what the sliders step by
+  function humanMs(ms) {
+    if (ms < 1000) { return ms + " ms"; }
+    var units = [[86400000, "day", "days"], [3600000, "hour", "hours"], [60000, "min", "min"]];
+    var parts = [], rest = ms;
+    units.forEach(function (u) {
+      var n = Math.floor(rest / u[0]);
+      rest -= n * u[0];
+      if (n || parts.length) { parts.push(n + " " + (n === 1 ? u[1] : u[2])); }
+    });
+    if (rest) { parts.push(rest / 1000 + " s"); }
+    while (parts.length > 1 && parts[parts.length - 1].indexOf("0 ") === 0) { parts.pop(); }
+    return parts.join(" ");
+  }
+
   document.addEventListener("input", function (event) {
     var input = event.target;
     if (input instanceof HTMLInputElement && input.type === "range") {
       var out = input.parentElement && input.parentElement.querySelector("output");
       if (out) { out.textContent = input.value; }
+      var knob = input.closest(".knob");
+      var human = knob && knob.querySelector("[data-human-ms]");
+      if (human) {
+        var ms = Number(input.value);
+        human.textContent = ms >= 1000 ? "= " + humanMs(ms) : "";
+      }
     }
   });
 

@@ -38,6 +38,28 @@ def _fmt_offset_list(offsets: list[int], limit: int = 8) -> str:
     return shown + (f", ... ({len(offsets)} in all)" if len(offsets) > limit else "")
 
 
+def _span(ms: int) -> str:
+    """A config's duration in words for a caption: "15 s", "1 day", "12 hours", "1 day 2 hours"."""
+    parts, rest = [], int(ms)
+    for size, one in ((86_400_000, "day"), (3_600_000, "hour"), (60_000, "min")):
+        count, rest = divmod(rest, size)
+        if count:
+            parts.append(f"{count} {one}" + ("s" if count != 1 and one != "min" else ""))
+    if rest or not parts:
+        parts.append(f"{rest / 1000:g} s" if rest % 1000 == 0 or rest >= 1000 else f"{rest} ms")
+    return " ".join(parts)
+
+
+def _segments_text(groups: list[list[int]]) -> str:
+    """The segments a pass copies, by base offset: "segment 0", "segments 0 and 4", "segments 0 + 2
+    (merged into one at 0), 4 and 6"."""
+    names = [f"{g[0]}" if len(g) == 1 else f"{' + '.join(str(b) for b in g)} (merged into one at {g[0]})"
+             for g in groups]
+    word = "segment" if len(groups) == 1 and len(groups[0]) == 1 else "segments"
+    listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    return f"{word} {listed}"
+
+
 class CleanerRole:
 
     def _cleaner_tick(self, t: int) -> int:
@@ -139,14 +161,14 @@ class CleanerRole:
                 why = (f"nothing is cleanable: the dirty records from {c.first_dirty} are all in the active "
                        "segment, which is never cleaned")
         else:
-            why = (f"the dirty ratio {c.ratio:.2f} ({c.cleanable_bytes} cleanable of {c.total_bytes} bytes, "
-                   f"offsets {c.first_dirty}-{c.first_uncleanable - 1}) is not above "
+            why = (f"the dirty ratio is {c.ratio:.2f} ({c.cleanable_bytes} dirty bytes at offsets "
+                   f"{c.first_dirty}-{c.first_uncleanable - 1} of {c.total_bytes} cleanable), not above "
                    f"min.cleanable.dirty.ratio={config.min_cleanable_dirty_ratio}")
         self.step(
             "cleaner_check",
             f"broker-{bid}",
-            f"B{bid}'s log cleaner checks the log: {why}; it checks again every "
-            f"log.cleaner.backoff.ms={backoff}",
+            f"B{bid}'s log cleaner checks the log: {why}, so it cleans nothing and looks again in "
+            f"{_span(backoff)} (log.cleaner.backoff.ms)",
             broker=bid,
             ratio=round(c.ratio, 4),
             cleaner_point=c.first_dirty,
@@ -156,18 +178,19 @@ class CleanerRole:
         c = p.cleanable
         config = seg.config
         if c.ratio > config.min_cleanable_dirty_ratio:
-            why = f"dirty ratio {c.ratio:.2f} > min.cleanable.dirty.ratio={config.min_cleanable_dirty_ratio}"
+            why = (f"dirty ratio {c.ratio:.2f}, above "
+                   f"min.cleanable.dirty.ratio={config.min_cleanable_dirty_ratio}")
         else:
             why = (f"max.compaction.lag.ms={config.max_compaction_lag_ms} has passed for its oldest dirty "
                    f"segment, so it cleans whatever the dirty ratio ({c.ratio:.2f})")
-        keys = ", ".join(f"{k}->{o}" for k, o in list(p.offset_map.items())[:8])
+        keys = ", ".join(f"{k} {o}" for k, o in list(p.offset_map.items())[:8])
         if len(p.offset_map) > 8:
             keys += f", ... ({len(p.offset_map)} keys)"
         self.step(
             "cleaner_offset_map",
             f"broker-{bid}",
-            f"B{bid}'s log cleaner cleans the log ({why}): it maps each key of the dirty offsets "
-            f"{c.first_dirty}-{p.cleaner_point - 1} to its latest offset: {keys or 'no keys'}",
+            f"B{bid}'s log cleaner starts a pass ({why}): it reads the dirty offsets "
+            f"{c.first_dirty}-{p.cleaner_point - 1} and notes each key's latest offset: {keys or 'no keys'}",
             broker=bid,
             offset_map=dict(p.offset_map),
             ratio=round(c.ratio, 4),
@@ -176,14 +199,12 @@ class CleanerRole:
     def _tell_pass(self, bid: int, seg: SegmentedLog, p: CleanPass) -> None:
         c = p.cleanable
         config = seg.config
-        groups = "; ".join(
-            f"segment {g[0]}" if len(g) == 1 else f"segments {' + '.join(str(b) for b in g)} into {g[0]}"
-            for g in p.groups
-        )
-        text = f"B{bid}'s log cleaner recopies {groups}: keeps {p.kept} record{'s' * (p.kept != 1)}"
+        text = (f"B{bid}'s log cleaner copies {_segments_text(p.groups)} again, keeping only each key's "
+                f"latest record: {p.kept} record{'s' * (p.kept != 1)} stay")
         if p.superseded:
-            text += (f", removes {len(p.superseded)} superseded (offset{'s' * (len(p.superseded) > 1)} "
-                     f"{_fmt_offset_list(p.superseded)})")
+            n = len(p.superseded)
+            text += (f", {n} {'is' if n == 1 else 'are'} dropped because a later record has the same key "
+                     f"(offset{'s' * (n != 1)} {_fmt_offset_list(p.superseded)})")
         for base, last, why in p.kept_empty[:4]:
             span = f"{base}" if base == last else f"{base}-{last}"
             text += (f"; the batch at {span} stays with no records (its header only), "
@@ -194,13 +215,10 @@ class CleanerRole:
                      f"{'are' if len(p.empty_segments) > 1 else 'is'} left empty, until a later pass merges "
                      f"{'them' if len(p.empty_segments) > 1 else 'it'} with the next")
         if p.stamped:
-            many = len(p.stamped) > 1
-            text += (f"; tombstone{'s' * many} at {_fmt_offset_list(p.stamped)} kept, "
-                     f"{'their' if many else 'its'} batch stamped with the delete horizon {p.horizon_ms} ms "
-                     f"(this pass's time + delete.retention.ms={config.delete_retention_ms}): while it is "
-                     "its key's latest record, passes before then keep it and the first pass at or after "
-                     "then removes it")
-        text += f"; offsets stay as they were; cleaner point {c.first_dirty} -> {p.cleaner_point}"
+            verb = "stay" if len(p.stamped) > 1 else "stays"
+            text += (f"; the tombstone{'s' * (len(p.stamped) > 1)} at {_fmt_offset_list(p.stamped)} {verb} "
+                     f"at least {_span(config.delete_retention_ms)} from now (delete.retention.ms)")
+        text += f"; no offset changes; the cleaner point moves {c.first_dirty} -> {p.cleaner_point}"
         self.step(
             "cleaner_rewrite",
             f"broker-{bid}",
@@ -234,8 +252,8 @@ class CleanerRole:
                 "cleaner_tombstone_expired",
                 f"broker-{bid}",
                 f"B{bid}'s log cleaner drops the tombstone{'s' * many} at "
-                f"{_fmt_offset_list(p.expired)}: the delete horizon written by the pass that first kept "
-                f"{'them' if many else 'it'} has passed; {after}",
+                f"{_fmt_offset_list(p.expired)}: delete.retention.ms has passed since the pass that first "
+                f"kept {'them' if many else 'it'}; {after}",
                 broker=bid,
                 removed=list(p.expired),
             )

@@ -115,8 +115,10 @@ def test_FD_pass_1_first_cleaning_of_a_new_compacted_topic():
     assert m["ratio"] == 1.0
     (rw,) = steps(r, "cleaner_rewrite")
     assert rw["removed"] == [0, 1, 2, 3] and rw["kept"] == 4
-    assert "segment 0; segment 4" in rw["text"], "full segments are not merged"
-    assert f"delete horizon {BACKOFF + DAY} ms" in rw["text"], "horizon = T1 + delete.retention.ms"
+    assert rw["groups"] == [[0], [4]], "full segments are not merged"
+    assert "segments 0 and 4 again" in rw["text"]
+    assert rw["horizon_ms"] == BACKOFF + DAY, "horizon = T1 + delete.retention.ms"
+    assert "stays at least 1 day from now" in rw["text"]
     assert layout(r) == [(0, 0), (4, 8), (8, 10)], "the emptied segment at base 0 stays"
     assert [s["bytes"] for s in part(r)["segments"]] == [0, 400, 200]
     assert part(r)["cleaner_point"] == 8 and part(r)["log_start_offset"] == 0
@@ -163,7 +165,7 @@ def test_FD_pass_2_two_dirty_segments_to_one_clean():
     assert maps[1]["offset_map"] == {"K2": 14, "K5": 9, "K1": 10, "K6": 12, "K3": 13, "K7": 15}
     assert round(maps[1]["ratio"], 2) == 0.67
     rw = steps(r, "cleaner_rewrite")[1]
-    assert "segments 0 + 4 into 0" in rw["text"]
+    assert rw["groups"][0] == [0, 4] and "0 + 4 (merged into one at 0)" in rw["text"]
     assert sorted(rw["removed"]) == [4, 5, 7, 8, 11]
     assert layout(r) == [(0, 7), (8, 11), (12, 16), (16, 17)]
     assert part(r)["cleaner_point"] == 16
@@ -235,7 +237,7 @@ def test_FD_tombstone_kept_by_the_first_pass_with_a_horizon():
     r = upto(tombstone_story(), "A", steps=True)
     (rw,) = steps(r, "cleaner_rewrite")
     assert rw["t_ms"] == BACKOFF and rw["removed"] == [0]
-    assert f"tombstone at 1 kept, its batch stamped with the delete horizon {BACKOFF + DAY} ms" in rw["text"]
+    assert "tombstone at 1 stays at least 1 day" in rw["text"] and rw["horizon_ms"] == BACKOFF + DAY
     assert (1, "K9", None) in kv(r)
 
 
@@ -578,14 +580,14 @@ def test_FD_pass_captions_say_what_stays_empty():
     r = upto(fd_story(), "T1", steps=True)
     (rw,) = steps(r, "cleaner_rewrite")
     assert "segment 0 is left empty" in rw["text"]
-    assert "this pass's time + delete.retention.ms=86400000" in rw["text"]
+    assert "stays at least 1 day from now (delete.retention.ms)" in rw["text"]  # counted from this pass
     p = {"id": "p", "enable.idempotence": True}
     acts = [_produce("a", key="K1", size=SIZE, producer="p"), settle()]
     acts += [_produce(v, key=k, size=SIZE, producer="q") for k, v in [("K1", "b"), ("K2", "c"), ("K3", "d"),
                                                                       ("K4", "e")]]
     r = run(story(*acts, settle(), advance(BACKOFF), topic=COMPACT, producers=(p, {"id": "q"})), steps=True)
     (rw,) = steps(r, "cleaner_rewrite")
-    assert "removes 1 superseded (offset 0)" in rw["text"]
+    assert "1 is dropped because a later record has the same key (offset 0)" in rw["text"]
     assert "the batch at 0 stays with no records" in rw["text"] and "idempotent producer" in rw["text"]
 
 

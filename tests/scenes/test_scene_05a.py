@@ -70,7 +70,7 @@ def test_F_D_pass_1_keeps_the_latest_per_key_and_leaves_the_active_segment(s05a)
     assert cleaner_point_at(r, rewrite - 1) == 0 and cleaner_point_at(r, rewrite) == 8
     assert r["views"][rewrite]["partition"]["log_start_offset"] == 0
     assert offsets_at(r, rewrite) == [4, 5, 6, 7, 8, 9]
-    assert polled(r, "c1") == [["b2", "a3", "d1", "c2", "b3", "e1"]]
+    assert polled(r, "report") == [["b2", "a3", "d1", "c2", "b3", "e1"]]
     assert "bob 2 times (offsets 4, 8)" in ask_live("exactly-one-per-key", r, "05a")
     assert "a gap at 0-3" in ask_live("offsets-after-compaction", r, "05a")
     assert "alice=a3, bob=b3, carol=c2, dave=d1, erin=e1" in ask_live("state-store", r, "05a")
@@ -80,7 +80,7 @@ def test_F_D_pass_1_keeps_the_latest_per_key_and_leaves_the_active_segment(s05a)
 def test_without_cleaning_the_reader_gets_every_update(s05a, knobs):
     r = replay(s05a, "last-value-wins", knobs)
     assert not [s for s in r["steps"] if s["kind"].startswith("cleaner_offset")]
-    assert len(polled(r, "c1")[0]) == 10
+    assert len(polled(r, "report")[0]) == 10
 
 
 def test_F_D_ratio_of_exactly_half_does_not_clean_and_pass_2_merges(s05a):
@@ -93,12 +93,12 @@ def test_F_D_ratio_of_exactly_half_does_not_clean_and_pass_2_merges(s05a):
     assert segments_at(r, first) == [(0, 0, 0), (2, 4, 200), (4, 5, 100)]
     check = r["steps"][step_index(r, "cleaner_check") - 1]
     assert (check["t_ms"], check["ratio"]) == (30_000, 0.5)
-    assert "0.50 (200 cleanable of 400 bytes" in check["text"]
+    assert "0.50 (200 dirty bytes at offsets 4-5 of 400 cleanable)" in check["text"]
     second = r["steps"][step_index(r, "cleaner_offset_map", nth=2) - 1]
     assert second["t_ms"] == 45_000 and round(second["ratio"], 2) == 0.67
     assert second["offset_map"] == {"carol": 7, "alice": 5, "dave": 6}
     rewrite = step_index(r, "cleaner_rewrite", nth=2)
-    assert "segments 0 + 2 into 0" in r["steps"][rewrite - 1]["text"]
+    assert "segments 0 + 2 (merged into one at 0), 4 and 6" in r["steps"][rewrite - 1]["text"]
     assert segments_at(r, rewrite) == [(0, 3, 100), (4, 6, 100), (6, 8, 200), (8, 9, 100)]
     assert log(r) == [(2, "bob", "b2"), (5, "alice", "a3"), (6, "dave", "d1"), (7, "carol", "c2"),
                       (8, "erin", "e1")]
@@ -115,7 +115,8 @@ def test_a_tombstone_lives_a_day_after_the_first_pass_that_keeps_it(s05a):
     delete.retention.ms); a later pass after the horizon drops it, and needs the ratio again."""
     r = replay(s05a, "tombstone")
     first = r["steps"][step_index(r, "cleaner_rewrite") - 1]
-    assert first["t_ms"] == 15_000 and f"delete horizon {15_000 + DAY} ms" in first["text"]
+    assert first["t_ms"] == 15_000 and first["horizon_ms"] == 15_000 + DAY
+    assert "stays at least 1 day" in first["text"]
     after_first = step_index(r, "cleaner_rewrite")
     assert [(e["offset"], e["record"]) for e in
             r["views"][after_first]["brokers"]["1"]["log"]] == [(1, "b1"), (2, "c1"), (3, None), (4, "b2")]
@@ -138,26 +139,26 @@ def test_a_tombstone_lives_a_day_after_the_first_pass_that_keeps_it(s05a):
 
 
 def test_a_reader_back_within_delete_retention_sees_the_delete(s05a):
-    """§D.5 guarantee 4: c1 read alice=a1, was away 12 hours; the second pass came before the
-    horizon, so c1 resumes at its committed offset 1 and reads the tombstone."""
+    """§D.5 guarantee 4: report read alice=a1, was away 12 hours; the second pass came before the
+    horizon, so report resumes at its committed offset 1 and reads the tombstone."""
     r = replay(s05a, "slow-reader")
-    assert polled(r, "c1") == [[], ["a1"], [None, "b2", "c2", "d1", "e1", "b3"]]
-    assert polled(r, "c0") == [["a1", "b1", "c1", None, "b2"]]
+    assert polled(r, "report") == [[], ["a1"], [None, "b2", "c2", "d1", "e1", "b3"]]
+    assert polled(r, "app") == [["a1", "b1", "c1", None, "b2"]]
     second = r["steps"][step_index(r, "cleaner_rewrite", nth=2) - 1]
     assert second["t_ms"] == 43_230_000 < 15_000 + DAY
     met, said = judge(s05a, "slow-reader")
-    assert not met and "c1 read alice = a1 at 0, then the tombstone at 3" in said
+    assert not met and "report read alice = a1 at 0, then the tombstone at 3" in said
     assert "then the tombstone at 3" in ask_live("miss-a-delete", r, "05a")
 
 
 def test_a_reader_away_longer_than_delete_retention_misses_the_delete(s05a):
     """§D.5 flip side (§F.D: 'One that starts afterwards never sees K9 at all'): with
-    delete.retention.ms = 1 h the second pass drops the tombstone, c1 resumes past it, and its
+    delete.retention.ms = 1 h the second pass drops the tombstone, report resumes past it, and its
     table keeps alice = a1. The challenge is met one knob away from the beat."""
     r = replay(s05a, "slow-reader", {"delete.retention.ms": HOUR})
-    assert polled(r, "c1")[-1] == ["b2", "c2", "d1", "e1", "b3"]
+    assert polled(r, "report")[-1] == ["b2", "c2", "d1", "e1", "b3"]
     met, said = judge(s05a, "slow-reader", {"delete.retention.ms": HOUR})
-    assert met and "c1 read alice = a1 (P0 offset 0)" in said and "read on to offset 4" in said
+    assert met and "report read alice = a1 (P0 offset 0)" in said and "read on to offset 4" in said
     # not by any beat's default path
     for beat in BEATS:
         assert not judge(s05a, beat)[0], beat

@@ -89,7 +89,8 @@ def test_scene_page_has_the_whole_anatomy(client):
         "kafka_version",
     ):
         assert f'name="{key}"' in r.text
-        assert f"<code>{key}</code></label>" in r.text
+        # a key breaks only at its dots
+        assert "<code>" + key.replace(".", ".<wbr>") + "</code>" in r.text
 
 
 def test_slug_redirects_to_the_canonical_address_keeping_the_query(client):
