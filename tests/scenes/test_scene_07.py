@@ -180,7 +180,7 @@ def _page(scene: Scene, pairs: list[tuple[str, str]]) -> tuple[Any, Any]:
     state, _ = parse_state(scene, pairs, Settings())
     timeline, state = build_timeline(sim, scene, state)
     run = build_compare(sim, scene, state, timeline)
-    other = frames.timeline_path(sim, run.timeline)
+    other = frames.timeline_path(sim, run.timeline, frames.beat_key_moments(scene.beat(state.beat)))
     return timeline, presenters.compare_panel(scene, state, timeline, run, box=other.box, stops=other.stops)
 
 
