@@ -505,6 +505,7 @@ def timeline_path(sim: Any, timeline: Any, key_moments: Sequence[KeyMoment] = ()
             step_count=timeline.step_count,
             first_step=0,
             last_step=timeline.step_count,
+            views=views,
         )
         drawn = presenters.diagram(at, scenario)
         heights[step] = (int(drawn["height"]), int(drawn["narrow"]["height"]))

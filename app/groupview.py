@@ -82,6 +82,46 @@ def started_at(view: dict[str, Any], group: str) -> int | None:
     return int(history[0]["t_ms"]) if history else None
 
 
+def partition_idle(timeline: Any) -> dict[int, int] | None:
+    """Each partition's idle time so far: how long, from the first time a member took it up to the
+    current step, no live member of the group held it (revoked and not yet given out again, given
+    out but not yet taken up, or its holder crashed, closed or was removed). This is what a
+    rebalance costs the topic, and what the eager and cooperative protocols differ on; a holder
+    whose application is busy without poll() still holds its partitions and is not counted here
+    (the member's own `down` time counts it). Read from every step's state (`timeline.views`);
+    None without them."""
+    views, steps = getattr(timeline, "views", None), timeline.steps
+    if not views:
+        return None
+    group = shared_groups(timeline.scenario)[0]
+    partitions = int((timeline.scenario.get("topic") or {}).get("partitions", 1))
+    idle = dict.fromkeys(range(partitions), 0)
+    seen: set[int] = set()  # a partition counts from the first time a member took it up
+    for k in range(min(timeline.step, len(views) - 1)):
+        # the state after k steps holds from step k's time until step k+1's
+        start = int(steps[k - 1]["t_ms"]) if k > 0 else 0
+        span = int(steps[k]["t_ms"]) - start
+        held = owners(views[k], group)
+        seen |= set(held)
+        if span <= 0:
+            continue
+        for p in idle:
+            if p in seen and p not in held:
+                idle[p] += span
+    return idle
+
+
+def idle_text(idle: dict[int, int]) -> str:
+    """ "P0-P2 2.004 s, P3-P5 4 ms": runs of neighbouring partitions with the same idle time."""
+    runs: list[tuple[int, int, int]] = []
+    for p in sorted(idle):
+        if runs and runs[-1][1] == p - 1 and runs[-1][2] == idle[p]:
+            runs[-1] = (runs[-1][0], p, idle[p])
+        else:
+            runs.append((p, p, idle[p]))
+    return ", ".join((f"P{a}" if a == b else f"P{a}-P{b}") + f" {formats.sim_time(ms)}" for a, b, ms in runs)
+
+
 def _parts(ids: list[int]) -> str:
     return ", ".join(f"P{p}" for p in ids) if ids else "nothing"
 
@@ -107,12 +147,22 @@ def idle_reason(view: dict[str, Any], group: str, p: int) -> str | None:
             c = consumers.get(cid) or {}
             if not c.get("alive"):
                 return f"{cid} {c.get('status') or 'gone'}"
+            if g.get("state") == "Stable":
+                # the new generation gives it to cid, which has not taken it up yet (it revokes
+                # only while the group prepares a rebalance)
+                return f"given to {cid}, not yet taken up"
             return f"revoked by {cid}"
     last = (g.get("history") or [])[-1:] or [{}]
     for cid, parts in sorted((last[0].get("assignment") or {}).items()):
         if p in [int(x) for x in parts or []]:
             c = consumers.get(cid) or {}
             return f"{cid} {c.get('status') or 'gone'}" if not c.get("alive") else f"revoked by {cid}"
+    # the newest generation gives it to nobody: the cooperative assignor held it back, so the member
+    # of the generation before gives it up and a further round hands it out
+    earlier = (g.get("history") or [])[-2:-1]
+    for cid, parts in sorted(((earlier[0] if earlier else {}).get("assignment") or {}).items()):
+        if p in [int(x) for x in parts or []]:
+            return f"held back, revoked by {cid}"
     return None
 
 
@@ -169,7 +219,7 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
     for p in range(partitions):
         cid = owner.get(p)
         if cid is not None and cid in busy:  # owned, but its application is not polling
-            chips.append({"p": p, "label": f"{cid} busy", "short": f"{cid}…",
+            chips.append({"p": p, "label": f"{cid} busy", "short": cid, "sub": "busy",
                           "cls": f"m{index.get(cid, 0) % 4} busy",
                           "title": f"P{p}: {cid} owns it, but its application is busy and does not poll"})
         elif cid is not None:
@@ -209,6 +259,10 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
             "title": f"{cid}: {status}; owns {_parts(owned)}; {state}. {_timers(specs.get(cid) or {})}",
         })
     coord = f"B{g['coordinator']}" if g.get("coordinator") is not None else "—"
+    first = _first_coordinator(timeline, group)
+    if first is not None and g.get("coordinator") is not None and first != g["coordinator"]:
+        # the broker leading its __consumer_offsets partition failed: another replica leads it now
+        coord += f" (moved from B{first})"
     protocol = g.get("protocol")
     how = protocol or "no protocol yet"
     if protocol and g.get("assignor"):
@@ -223,6 +277,15 @@ def group_content(timeline: Any, scenario: dict[str, Any]) -> dict[str, Any]:
             "down": down, "state": str(g.get("state") or "")}
 
 
+def _first_coordinator(timeline: Any, group: str) -> int | None:
+    """The group's coordinator broker at the first step that had one (None without views)."""
+    for v in (getattr(timeline, "views", None) or [])[: timeline.step + 1]:
+        c = ((v.get("groups") or {}).get(group) or {}).get("coordinator")
+        if c is not None:
+            return int(c)
+    return None
+
+
 def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str, Any]:
     """SVG coordinates of the group diagram for one geometry."""
     pad = 6
@@ -234,34 +297,42 @@ def group_layout(content: dict[str, Any], width: int, narrow: bool) -> dict[str,
     n = max(1, len(content["chips"]))
     gap = 4
     chip_w = (width - 2 * pad - gap * (n - 1)) / n
-    chip_h = 36
+    chip_h = 48 if narrow else 36  # narrow chips may need a third line ("busy")
     chips = []
     for k, c in enumerate(content["chips"]):
         x = pad + k * (chip_w + gap)
         room = int(chip_w / 7.4)
         text = c["label"] if len(c["label"]) <= room else c["short"]
+        sub = c.get("sub") if text != c["label"] else None  # a third line when the label does not fit
         chips.append({**c, "x": round(x, 1), "y": round(chip_top, 1), "w": round(chip_w, 1), "h": chip_h,
                       "cx": round(x + chip_w / 2, 1), "ty1": round(chip_top + 15, 1),
-                      "ty2": round(chip_top + 30, 1), "text": text})
+                      "ty2": round(chip_top + 30, 1), "ty3": round(chip_top + 43, 1),
+                      "text": text, "sub": sub})
     y = chip_top + chip_h + 12
     cols = 1 if narrow else min(3, max(1, len(content["members"])))
     card_w = (width - 2 * pad - 8 * (cols - 1)) / cols
-    card_h = 76
+    # On a phone the two runs of a comparison are stacked, so each member is one compact card of
+    # two lines (name, partitions and down time; then what it does), keeping both runs close.
+    card_h = 44 if narrow else 76
+    gap_y = 5 if narrow else 8
     cards = []
     for k, m in enumerate(content["members"]):
         col, row = k % cols, k // cols
         x = pad + col * (card_w + 8)
-        top = y + row * (card_h + 8)
-        mini_w = 26
-        minis = [{"p": p, "x": round(x + 10 + j * (mini_w + 3), 1), "y": round(top + 30, 1), "w": mini_w,
-                  "tx": round(x + 10 + j * (mini_w + 3) + mini_w / 2, 1), "ty": round(top + 42, 1)}
+        top = y + row * (card_h + gap_y)
+        mini_w, mini_gap = (22, 2) if narrow else (26, 3)
+        mini_x, mini_y = (x + 84, top + 5) if narrow else (x + 10, top + 30)
+        minis = [{"p": p, "x": round(mini_x + j * (mini_w + mini_gap), 1), "y": round(mini_y, 1), "w": mini_w,
+                  "tx": round(mini_x + j * (mini_w + mini_gap) + mini_w / 2, 1), "ty": round(mini_y + 12, 1)}
                  for j, p in enumerate(m["owned"])]
         cards.append({**m, "x": round(x, 1), "y": round(top, 1), "w": round(card_w, 1), "h": card_h,
                       "tx": round(x + 10, 1), "name_y": round(top + 18, 1), "tag_x": round(x + card_w - 8, 1),
-                      "minis": minis, "none_y": round(top + 42, 1), "state_y": round(top + 62, 1),
+                      "minis": minis, "none_x": round(mini_x, 1),
+                      "none_y": round(top + 18 if narrow else top + 42, 1),
+                      "state_y": round(top + 36 if narrow else top + 62, 1),
                       "down_x": round(x + card_w - 8, 1)})
     rows = (len(content["members"]) + cols - 1) // cols
-    height = y + rows * (card_h + 8) + 2
+    height = y + rows * (card_h + gap_y) + 2
     return {"width": width, "height": round(height), "head_y": head_y, "gen_y": gen_y, "sub_y": sub_y,
             "label_x": pad,
             "chips_label_y": round(chips_label_y, 1), "chips": chips, "cards": cards, "clock_x": width - pad,
@@ -316,7 +387,12 @@ def outcomes(timeline: Any) -> dict[str, Any]:
             downs.append(f"{cid} {formats.sim_time(member_downtime(timeline.result, view, cid)[0])}")
     head = (f"Generation {g.get('generation')}, {g.get('rebalances', 0)} rebalance"
             f"{'s' if g.get('rebalances', 0) != 1 else ''} so far." if g else "The group has not formed yet.")
-    text = head + (f" Downtime since the group started: {', '.join(downs)}." if downs else "")
+    idle = partition_idle(timeline) if started_at(view, group) is not None else None
+    text = head
+    if idle is not None:
+        text += f" Partitions idle since the group started (no live member holding them): {idle_text(idle)}."
+    if downs:
+        text += f" Members down (live but processing nothing): {', '.join(downs)}."
     return {"acked": [], "failed": [], "waiting": [], "unanswered": [], "lost": [], "text": text}
 
 
@@ -324,6 +400,8 @@ def run_title(scenario: dict[str, Any]) -> str:
     """The title over the main run of a comparison: what its consumers are configured with."""
     group = shared_groups(scenario)[0]
     spec = next(c for c in scenario.get("consumers") or [] if c.get("group.id") == group)
-    strategy = ", ".join(spec.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+    listed = list(spec.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+    # the protocol every listed assignor supports (only cooperative-sticky supports cooperative)
+    protocol = "cooperative" if all(a == "cooperative-sticky" for a in listed) else "eager"
     static = " · static members" if spec.get("group.instance.id") else ""
-    return f"This run: [{strategy}]{static}"
+    return f"This run: [{', '.join(listed)}] = {protocol}{static}"

@@ -505,7 +505,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         moments = frames.beat_key_moments(scene.beat(state.beat))
         path = frames.timeline_path(sim, timeline, moments)
         run = build_compare(sim, scene, state, timeline)
-        other = frames.timeline_path(sim, run.timeline) if run and run.timeline else None
+        # the same key moments, so the comparison folds (or keeps) a group join the way the main run does
+        other = frames.timeline_path(sim, run.timeline, moments) if run and run.timeline else None
         compare = presenters.compare_panel(
             scene, state, timeline, run, embed=embed,
             box=other.box if other else None, stops=other.stops if other else None,

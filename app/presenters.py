@@ -304,9 +304,25 @@ def compare_panel(
                 f"{formats.clock(main_t)})")
     else:
         when = " (the same moment as the run on the left)"
-    counter = formats.step_counter(_stop_steps(stops), other.step, other.step_count)
-    out["position"] = f"{counter.capitalize()} · {formats.clock(other_t)}" + when
+    # Each run counts its own steps (their paths differ); the two are lined up by simulated time.
+    # Between two of its stops the comparison is counted at the last one it has reached.
+    shown = _reached_stop(stops, other.step)
+    counter = formats.step_counter(_stop_steps(stops), shown.step if shown else other.step, other.step_count)
+    out["position"] = f"{counter.capitalize()} (this run's own steps) · {formats.clock(other_t)}" + when
+    # what this run did last, as the caption under the left run says it: never its end
+    out["now"] = (f"Last in this run: {shown.title}" if shown is not None and shown.step > 0
+                  else "Before its first step.")
     return out
+
+
+def _reached_stop(stops: list[frames.Stop] | None, step: int) -> frames.Stop | None:
+    """The last stop of a path at or before engine step `step` (None without stops)."""
+    reached = None
+    for stop in stops or []:
+        if stop.step > step:
+            break
+        reached = stop
+    return reached
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1983,7 +1983,7 @@ def live_downtime(result: dict[str, Any]) -> str | None:
             waiting.append(f"{cid} has no partition yet")
     if not waiting:
         return (f"At this step every running member of {gid} is processing: " + "; ".join(working)
-                + ". The diagram counts each member's downtime so far.")
+                + ". The line under each run adds up each partition's idle time so far.")
     text = "At this step " + "; ".join(waiting)
     if working:
         text += "; still processing: " + ", ".join(working)

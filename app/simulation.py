@@ -346,6 +346,9 @@ class Timeline:
     # False when the learner's knobs changed the rules (Kafka version or a proposal) the beat's
     # preset runs under, so a label written for the preset no longer describes this run
     rules_as_preset: bool = True
+    # every step's state (views[k] after k steps; shared, read-only), for what is measured over
+    # the steps so far (scene 07's partition idle time); None when the engine gave none
+    views: list[dict[str, Any]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -453,6 +456,7 @@ def build_timeline(sim: Simulator, scene: Any, state: SceneState) -> tuple[Timel
         notes=notes,
         partitions=partitions,
         rules_as_preset=rules_as_preset,
+        views=sim.views(scenario),
     )
     return timeline, state
 
@@ -526,5 +530,6 @@ def build_compare(sim: Simulator, scene: Any, state: SceneState, timeline: Timel
         last_step=count,
         partitions=partitions,
         rules_as_preset=_rules(result) == sim.profile(scene.compare_scenario_for(beat)),
+        views=sim.views(scenario),
     )
     return CompareRun(run, same_as_main=canonical_json(scenario) == canonical_json(timeline.scenario))

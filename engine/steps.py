@@ -598,7 +598,7 @@ STEP_KINDS: dict[str, StepKind] = {
         "GroupMetadataManager (InitialDelayedJoin)",
         _GMM,
         "4856-4888",
-        "members joined during the new group's initial delay: the wait starts again",
+        "members joined during the new group's initial delay: it waits once more",
     ),
     "group_join_complete": StepKind(
         "coordinator",

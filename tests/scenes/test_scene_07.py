@@ -167,3 +167,117 @@ def test_the_challenge_is_not_met_by_the_dynamic_rolling_restart(s07):
 def test_the_challenge_is_met_with_static_members(s07):
     met, said = _judged(s07, [("beat", "rolling-restart"), ("group.instance.id", "true")])
     assert met, said
+
+
+def _page(scene: Scene, pairs: list[tuple[str, str]]) -> tuple[Any, Any]:
+    """The main timeline and the comparison column the page builds for `pairs`."""
+    from app import frames, presenters
+    from app.settings import Settings
+    from app.simulation import Simulator, build_compare, build_timeline
+    from app.state import parse_state
+
+    sim = Simulator(8)
+    state, _ = parse_state(scene, pairs, Settings())
+    timeline, state = build_timeline(sim, scene, state)
+    run = build_compare(sim, scene, state, timeline)
+    other = frames.timeline_path(sim, run.timeline, frames.beat_key_moments(scene.beat(state.beat)))
+    return timeline, presenters.compare_panel(scene, state, timeline, run, box=other.box, stops=other.stops)
+
+
+def test_e3_every_knob_reaches_the_comparison_lane_too(s07):
+    """F.E E3 with session.timeout.ms=6000: both lanes notice the crash at 12.005 s (the learner
+    saw 51.005 s on the right: the comparison's text was written for the preset); only the
+    assignor differs between the lanes."""
+    main = run(s07, "member-crashes", **{"session.timeout.ms": 6000})
+    coop = run(s07, "member-crashes", "compare", **{"session.timeout.ms": 6000})
+    assert [s["t_ms"] for s in steps_of(main, "group_member_expired")] == [12005]
+    assert [s["t_ms"] for s in steps_of(coop, "group_member_expired")] == [12005]
+    knobs = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000, "max.poll.interval.ms": 60000,
+             "group.initial.rebalance.delay.ms": 0}
+    left = s07.scenario_for("member-crashes", knobs)
+    right = s07.compare_scenario_for("member-crashes", knobs)
+    for a, b in zip(left["consumers"], right["consumers"], strict=True):
+        assert {k: v for k, v in a.items() if k != "partition.assignment.strategy"} == \
+               {k: v for k, v in b.items() if k != "partition.assignment.strategy"}
+    assert left["timing"] == right["timing"]
+    _, panel = _page(s07, [("beat", "member-crashes"), ("session.timeout.ms", "6000"), ("step", "1")])
+    assert "51.005" not in panel["now"] + str(panel["narration"])
+
+
+def test_e2_the_comparison_says_its_own_current_step_never_its_end(s07):
+    """F.E E2: before the first step the comparison has only a setup line; at each step it says
+    what its own run did last, counted on its own path."""
+    _, panel = _page(s07, [("beat", "third-member-joins"), ("step", "0")])
+    assert panel["now"] == "Before its first step."
+    text = "".join(str(x) for x in panel["narration"])
+    assert "generation 3" not in text.lower() and " s later" not in text
+    _, panel = _page(s07, [("beat", "third-member-joins"), ("step", "100000")])
+    assert panel["now"].startswith("Last in this run: ")
+    assert panel["position"].startswith("Step ") and "(this run's own steps)" in panel["position"]
+
+
+def test_e2_key_moments_land_where_the_thing_happens(s07):
+    """F.E E2 under eager: c1 revokes 2 s after c0 (the key moment is c1's), and c2 owns nothing
+    until its own consumer_join of generation 2."""
+    from app import frames
+
+    r = run(s07, "third-member-joins")
+    beat = s07.beat("third-member-joins")
+    moments = {m.title: frames.find_key_moment(r["steps"], m) for m in beat.key_moments}
+    revoke = r["steps"][moments["c1 revokes last: all six partitions have stopped"] - 1]
+    assert (revoke["kind"], revoke["consumer"], revoke["t_ms"]) == ("consumer_revoke", "c1", 16000)
+    join = r["steps"][moments["c2 takes its share of generation 2"] - 1]
+    assert (join["kind"], join["consumer"]) == ("consumer_join", "c2")
+
+
+def test_e2_a_partition_given_to_a_member_that_never_owned_it_is_not_called_revoked(s07):
+    from app.groupview import idle_reason
+
+    sc = s07.scenario_for("third-member-joins")
+    r = run(s07, "third-member-joins")
+    at = next(k for k, s in enumerate(r["steps"], 1)
+              if s["kind"] == "group_sync_complete" and s["t_ms"] > 7000)
+    view = engine.simulate(sc, at_step=at)["view"]
+    assert idle_reason(view, "billing", 4) == "given to c2, not yet taken up"
+
+
+def _timelines(scene: Scene, pairs: list[tuple[str, str]]) -> tuple[Any, Any]:
+    from app.settings import Settings
+    from app.simulation import Simulator, build_compare, build_timeline
+    from app.state import parse_state
+
+    sim = Simulator(8)
+    state, _ = parse_state(scene, pairs, Settings())
+    timeline, state = build_timeline(sim, scene, state)
+    return timeline, build_compare(sim, scene, state, timeline).timeline
+
+
+def test_e2_partition_idle_time_is_what_eager_and_cooperative_differ_on(s07):
+    """F.E E2: under eager every partition is idle (c0's for the 2 s it waits for c1, c1's for
+    the 4 ms of the rebalance); under cooperative only P4 and P5, for the 5 s between the rounds."""
+    from app.groupview import outcomes, partition_idle
+
+    main, coop = _timelines(s07, [("beat", "third-member-joins"), ("step", "100000")])
+    assert partition_idle(main) == {0: 2004, 1: 2004, 2: 2004, 3: 4, 4: 4, 5: 4}
+    assert partition_idle(coop) == {0: 0, 1: 0, 2: 0, 3: 0, 4: 5000, 5: 5000}
+    assert "P0-P2 2.004 s, P3-P5 4 ms" in outcomes(main)["text"]
+
+
+def test_e7_a_static_restart_leaves_its_partitions_idle_while_it_is_away(s07):
+    """§E.7: no rebalance, but the restarted member's partitions are idle the 5 s it is gone (the
+    member's own "down" time does not count a process that is not running)."""
+    from app.groupview import partition_idle
+
+    main, static = _timelines(s07, [("beat", "rolling-restart"), ("step", "100000")])
+    assert partition_idle(static) == dict.fromkeys(range(6), 5004)
+    assert max(partition_idle(main).values()) < 5004
+
+
+def test_the_group_drawing_says_when_the_coordinator_moved(s07):
+    """Crashing B1, which leads __consumer_offsets partition 9, moves billing's coordinator."""
+    from app.groupview import group_content
+
+    main, _ = _timelines(s07, [("beat", "member-crashes"), ("step", "100000")])
+    assert "coordinator B1" in group_content(main, main.scenario)["sub"]
+    crashed, _ = _timelines(s07, [("beat", "member-crashes"), ("a", "crash:1@30"), ("step", "100000")])
+    assert "(moved from B1)" in group_content(crashed, crashed.scenario)["sub"]
