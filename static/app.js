@@ -231,8 +231,33 @@
   });
 
   // -- on a phone, the caption stays clear of the pinned Step bar -------------------------------
-  // static/app.css keeps it there (the viewer's foot sticks above the bar), so Step and Back never
-  // scroll the page.
+  // The bar rides at the bottom of the screen (static/app.css) and the caption follows the
+  // diagram in the page, so a tall diagram leaves the caption under the bar. After Step or Back
+  // (the bar's links, or the Step key, which clicks them) the page scrolls by just what it takes to
+  // show the whole caption above the bar, or its top when it is taller than the room. The heights
+  // do not change within a beat, so this scrolls at most once; the next steps find it in view.
+  var CAPTION_GAP_PX = 6;
+  var stepped = false;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    stepped = !!(elt && elt.closest && elt.closest("#stepbar"));
+  });
+  function captionClearOfBar() {
+    var bar = document.getElementById("stepbar");
+    var caption = document.getElementById("caption");
+    if (!bar || !caption || getComputedStyle(bar).position !== "fixed") { return; }
+    var room = bar.getBoundingClientRect().top - CAPTION_GAP_PX;
+    var box = caption.getBoundingClientRect();
+    var by = 0;
+    if (box.bottom > room) { by = box.bottom - room; }
+    if (box.top - by < CAPTION_GAP_PX) { by = box.top - CAPTION_GAP_PX; }  // taller than the room
+    if (Math.abs(by) >= 1) { window.scrollBy({ top: Math.round(by), behavior: "instant" }); }
+  }
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!stepped) { return; }
+    stepped = false;
+    requestAnimationFrame(captionClearOfBar);  // htmx settles each swapped panel in turn
+  });
 
   // -- a Q&A answer opened by a question is shown --------------------------------------------------
   // The answer comes after the list of questions, so a question tapped near the list's end opens
