@@ -274,7 +274,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         view: str = "",
     ) -> dict[str, Any]:
         base = str(request.base_url).rstrip("/")
-        join = f"{base}/w/{row.code}"
+        join = join_url(request, row.code)
         host = (request.url.hostname or "").strip("[]")
         return {
             "join_root": f"{base}/w",
