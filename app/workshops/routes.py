@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import hmac
 import json
@@ -224,6 +225,21 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
     def join_url(request: Request, code: str) -> str:
         return str(request.base_url).rstrip("/") + f"/w/{code}"
 
+    @functools.lru_cache(maxsize=64)
+    def poll_question(scene_id: str, beat_id: str, state_url: str) -> dict | None:
+        """A poll's question, options and answer, as the scene's predict panel builds them (None
+        when its beat asks nothing). A poll's scene, beat and state never change, so every viewer's
+        fetch of it (the whole room, on each poll event) shares one build."""
+        scene = scenes.load_scene(scene_id)
+        try:
+            beat = scene.beat(beat_id)
+        except KeyError:
+            return None
+        if beat.predict is None:
+            return None
+        state, _ = parse_state(scene, parse_qsl(urlsplit(state_url).query), settings)
+        return presenters.predict_panel(beat, state, embed=False)
+
     async def poll_view(
         request: Request, workshop: Workshop, *, presenter: bool, pid: str | None
     ) -> dict | None:
@@ -233,20 +249,16 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         poll = await ws.store.get_poll(workshop.poll_id)
         if poll is None or poll.status == "hidden":
             return None
-        scene = scenes.load_scene(poll.scene)
-        try:
-            beat = scene.beat(poll.beat)
-        except KeyError:
+        predict = poll_question(poll.scene, poll.beat, poll.state_url)
+        if predict is None:
             return None
-        if beat.predict is None:
-            return None
-        state, _ = parse_state(scene, parse_qsl(urlsplit(poll.state_url).query), settings)
-        predict = presenters.predict_panel(beat, state, embed=False)
         letters = [o["n"] for o in predict["options"]]
-        tally = await ws.store.tally(poll.id)
         revealed = poll.status == "revealed"
-        mine = await ws.store.answer_of(poll.id, pid) if pid else None
         show_chart = presenter or revealed
+        # the count and the chart are the presenter's, and everyone's after the reveal: a
+        # participant's fetch of an open poll needs neither
+        tally = await ws.store.tally(poll.id) if show_chart else {}
+        mine = await ws.store.answer_of(poll.id, pid) if pid else None
         return {
             "id": poll.id,
             "status": poll.status,
@@ -256,7 +268,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             "explanation": predict["explanation"] if revealed or presenter else None,
             "revealed": revealed,
             "mine": mine,
-            "total": sum(tally.values()),
+            "total": sum(tally.values()) if show_chart else None,
             "chart": poll_chart_svg(letters, tally, right=predict["right"] if revealed else None)
             if show_chart
             else None,
@@ -600,8 +612,8 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         choice = (form.get("choice") or "")[:2]
         if poll is None or poll.status != "open":
             return error_page(request, 409, "The poll is closed", "The presenter has closed this poll.")
-        view = await poll_view(request, found, presenter=False, pid=pid)
-        if view is None or choice not in [o["n"] for o in view["options"]]:
+        question = poll_question(poll.scene, poll.beat, poll.state_url)
+        if question is None or choice not in [o["n"] for o in question["options"]]:
             return error_page(request, 400, "Bad answer", "Choose one of the poll's options.")
         await ws.store.answer(poll.id, pid, choice, time.time())
         ws.hub.room_changed(found.code)
