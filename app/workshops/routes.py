@@ -260,7 +260,6 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         tally = await ws.store.tally(poll.id) if show_chart else {}
         mine = await ws.store.answer_of(poll.id, pid) if pid else None
         return {
-            "id": poll.id,
             "status": poll.status,
             "question": predict["question"],
             "options": predict["options"],
