@@ -48,8 +48,12 @@ class Hub:
         self.last: dict[str, int] = {}  # the newest sequence number handed out, per workshop
         self.locks: dict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.tasks: list[asyncio.Task] = []
+        self.open_streams: asyncio.Event | None = None  # set while this process serves a stream
 
     async def start(self) -> None:
+        # made here, on the loop that serves the streams; the pollers below wait on it, so a
+        # process that has no stream open reads nothing and wakes for nothing
+        self.open_streams = asyncio.Event()
         if self.store.notifies:
             await self.store.listen(self._noticed)
         else:
@@ -68,6 +72,8 @@ class Hub:
     async def subscribe(self, code: str, pid: str | None, after: int) -> Subscriber:
         sub = Subscriber(code, pid)
         self.subs[code].add(sub)
+        if self.open_streams is not None:
+            self.open_streams.set()
         self.last.setdefault(code, after)
         if pid is not None:
             await self.store.seen(code, [pid], time.time())
@@ -82,6 +88,8 @@ class Hub:
                 self.subs.pop(sub.code, None)
                 self.last.pop(sub.code, None)
                 self.locks.pop(sub.code, None)
+                if not self.subs and self.open_streams is not None:
+                    self.open_streams.clear()
         if sub.pid is not None and not any(s.pid == sub.pid for s in self.subs.get(sub.code, ())):
             with contextlib.suppress(Exception):  # the store may be closing with the server
                 await self.store.seen(sub.code, [sub.pid], 0.0)
@@ -121,6 +129,7 @@ class Hub:
 
     async def _poll_sequences(self) -> None:
         while True:
+            await self.open_streams.wait()
             await asyncio.sleep(SQLITE_POLL_S)
             codes = list(self.subs)
             if not codes:
@@ -136,6 +145,7 @@ class Hub:
 
     async def _heartbeat(self) -> None:
         while True:
+            await self.open_streams.wait()
             await asyncio.sleep(HEARTBEAT_S)
             now = time.time()
             for code, subs in list(self.subs.items()):

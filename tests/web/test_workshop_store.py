@@ -336,3 +336,46 @@ def test_a_stream_ends_after_the_end_event_live_or_replayed(tmp_path):
             await replay.aclose()
 
     run_workshops(tmp_path, body)
+
+
+def test_the_hubs_pollers_wake_only_while_a_stream_is_open(tmp_path):
+    """The SQLite sequence poll (every SQLITE_POLL_S) and the heartbeat wait while this process
+    serves no stream: an idle server neither wakes to look at its streams nor reads the store."""
+    from collections import defaultdict
+
+    from app.workshops.hub import SQLITE_POLL_S
+
+    looks = []
+
+    class Streams(defaultdict):  # the hub's table of streams, counting the pollers' looks at it
+        def __iter__(self):
+            looks.append("poll")
+            return super().__iter__()
+
+        def items(self):
+            looks.append("heartbeat")
+            return super().items()
+
+    async def body(ws):
+        code = await three_states(ws)
+        ws.hub.subs = Streams(set)
+        reads = []
+        sequences = ws.store.sequences
+
+        async def counted(codes):
+            reads.append(list(codes))
+            return await sequences(codes)
+
+        ws.store.sequences = counted
+        await asyncio.sleep(SQLITE_POLL_S * 4)
+        assert looks == [] and reads == []
+        sub = await ws.hub.subscribe(code, "p1", 3)
+        await asyncio.sleep(SQLITE_POLL_S * 4)
+        assert reads and all(r == [code] for r in reads)
+        await ws.hub.unsubscribe(sub)
+        await asyncio.sleep(SQLITE_POLL_S * 2)  # a poll already past its wait looks once more
+        seen = len(looks)
+        await asyncio.sleep(SQLITE_POLL_S * 4)
+        assert len(looks) == seen
+
+    run_workshops(tmp_path, body)
