@@ -669,6 +669,11 @@ def _sse(event: Event) -> ServerSentEvent:
     return ServerSentEvent(json.dumps({"seq": event.seq, **event.data}), event=event.kind, id=str(event.seq))
 
 
+def _poll_after(event: Event, poll_id: int | None) -> int | None:
+    """The workshop's poll once `event` is passed on: an `open` names a new one, nothing else does."""
+    return event.data["poll"] if event.kind == "poll" and event.data.get("action") == "open" else poll_id
+
+
 async def _stream(ws: Workshops, code: str, pid: str | None, since: int, *, presenter: bool):
     """One browser's event stream: the events after `since` from the store, then live ones."""
     store, hub = ws.store, ws.hub
@@ -677,6 +682,9 @@ async def _stream(ws: Workshops, code: str, pid: str | None, since: int, *, pres
         return
     sub = await hub.subscribe(code, pid, workshop.seq)
     sent = since
+    # the poll whose tally the presenter's room events carry: the workshop's, then the one each
+    # `open` event this stream passes on names (only an open changes it: store.publish's poll_id)
+    poll_id = workshop.poll_id
     last_room: Any = None
     next_room = 0.0
     try:
@@ -689,13 +697,13 @@ async def _stream(ws: Workshops, code: str, pid: str | None, since: int, *, pres
         for event in await store.events_after(code, sent):
             yield _sse(event)
             sent = event.seq
+            poll_id = _poll_after(event, poll_id)
             if event.kind == "end":
                 return
         while True:
             if presenter and time.monotonic() >= next_room:
                 room = await store.room(code, time.time() - PRESENT_WINDOW_S, NAMES_SHOWN)
-                fresh = await store.get_workshop(code)
-                tally = await store.tally(fresh.poll_id) if fresh and fresh.poll_id is not None else {}
+                tally = await store.tally(poll_id) if poll_id is not None else {}
                 now_room = {"connected": room.connected, "detached": room.detached, "names": room.names,
                             "answers": sum(tally.values()), "tally": tally}  # fmt: skip
                 if now_room != last_room:
@@ -726,11 +734,13 @@ async def _stream(ws: Workshops, code: str, pid: str | None, since: int, *, pres
                 if fresh is not None:
                     yield _sse(Event(fresh.seq, "state", {"url": fresh.state_url, "resync": True}))
                     sent = fresh.seq
+                    poll_id = fresh.poll_id
                 continue
             if event.seq <= sent:
                 continue
             yield _sse(event)
             sent = event.seq
+            poll_id = _poll_after(event, poll_id)
             if event.kind == "end":  # the presenter ended the workshop: nothing more will come
                 return
     finally:

@@ -379,3 +379,43 @@ def test_the_hubs_pollers_wake_only_while_a_stream_is_open(tmp_path):
         assert len(looks) == seen
 
     run_workshops(tmp_path, body)
+
+
+def test_the_presenters_room_events_count_the_poll_each_open_event_names(tmp_path):
+    """The room event's tally is of the workshop's poll: the one open when the stream started,
+    then the one each later `open` event names, whether replayed or live."""
+
+    async def body(ws):
+        code = await three_states(ws)
+
+        async def open_poll(beat):
+            poll = await ws.store.open_poll(code, "04", beat, "/scenes/04", 1.0)
+            seq = await ws.store.publish(code, "poll", {"poll": poll, "action": "open"}, poll_id=poll)
+            await ws.hub.wake(code, seq)
+            return poll
+
+        async def room_event(stream):
+            while True:
+                sse = await next_event(stream)
+                if sse.event == "room":
+                    return json.loads(sse.data)
+
+        first = await open_poll("followers-pull")
+        await ws.store.join(code, "p1", "", 0.0)
+        await ws.store.answer(first, "p1", "B", 1.0)
+        presenter = _stream(ws, code, None, 0, presenter=True)  # replays the open
+        try:
+            assert (await room_event(presenter))["tally"] == {"B": 1}
+            second = await open_poll("rejoin")
+            await ws.store.answer(second, "p1", "A", 2.0)
+            ws.hub.room_changed(code)
+            room = await room_event(presenter)
+            while room["tally"] != {"A": 1}:  # a room event may go out between the open and the answer
+                assert room["tally"] in ({}, {"B": 1})
+                ws.hub.room_changed(code)
+                room = await room_event(presenter)
+            assert room["answers"] == 1
+        finally:
+            await presenter.aclose()
+
+    run_workshops(tmp_path, body)
