@@ -143,7 +143,7 @@
     var mode = byId("ws-mode");
     if (mode) {
       mode.innerHTML = follow
-        ? "<strong>Following the presenter</strong><span class=\"ws-more ws-beat-wrap\"> · <span class=\"ws-beat\"></span></span>"
+        ? "<strong>Following the presenter</strong><span class=\"ws-more\"> · <span class=\"ws-beat\"></span></span>"
         : "<strong>Exploring on your own</strong><span class=\"ws-more\">: the presenter goes on without you.</span>";
     }
     if (follow && beatText) { showBeat(); }
