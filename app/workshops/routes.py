@@ -464,12 +464,9 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         if isinstance(found, Response):
             return found
         presenter = presenter_ok(request, found)
-        pid = None
-        if not presenter:
-            joined = await participant(request, code)
-            if isinstance(joined, Response):
-                return joined
-            found, pid = joined
+        pid = None if presenter else await joined_pid(request, found)
+        if isinstance(pid, Response):
+            return pid
         last = request.headers.get("Last-Event-ID", "")
         since = int(last) if last.isdigit() else max(0, after)
         return EventSourceResponse(
@@ -592,10 +589,15 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         found = await find(request, code)
         if isinstance(found, Response):
             return found
+        pid = await joined_pid(request, found)
+        return pid if isinstance(pid, Response) else (found, pid)
+
+    async def joined_pid(request: Request, workshop: Workshop) -> str | Response:
+        """This browser's participant id in a workshop already found, or the page that says to join."""
         pid = pid_of(request)
-        if pid is None or not await ws.store.is_participant(found.code, pid):
+        if pid is None or not await ws.store.is_participant(workshop.code, pid):
             return error_page(request, 403, "Join first", "Open the workshop's page to join it.")
-        return found, pid
+        return pid
 
     @app.post("/w/{code}/answer")
     async def answer(request: Request, code: str):
