@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -521,13 +522,14 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
                 )
             poll_id = await ws.store.open_poll(found.code, at.scene_id, at.beat, at.url, now)
             await announce(found.code, "poll", {"poll": poll_id, "action": action}, poll_id=poll_id)
+            found = dataclasses.replace(found, poll_id=poll_id)  # as the announce left the row
         elif action in POLL_STATUS and found.poll_id is not None:
             await change_poll(found.code, found.poll_id, action)
         else:
             return error_page(
                 request, 400, "Bad request", "action is open, close, reveal or hide (with a poll open)."
             )
-        return await poll_fragment(request, found.code, presenter=True)
+        return await poll_fragment(request, found, presenter=True)
 
     @app.post("/w/{code}/end")
     async def end_workshop(request: Request, code: str):
@@ -545,11 +547,12 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         found = await find(request, code)
         if isinstance(found, Response):
             return found
-        return await poll_fragment(request, found.code, presenter=presenter_ok(request, found))
+        return await poll_fragment(request, found, presenter=presenter_ok(request, found))
 
-    async def poll_fragment(request: Request, code: str, *, presenter: bool) -> Response:
-        workshop = await ws.store.get_workshop(code)
-        assert workshop is not None
+    async def poll_fragment(request: Request, workshop: Workshop, *, presenter: bool) -> Response:
+        """The poll panel for this viewer, of the workshop as the route found it (only its poll_id
+        is read: the poll's own status comes from its row)."""
+        code = workshop.code
         poll = await poll_view(
             request, workshop, presenter=presenter, pid=None if presenter else pid_of(request)
         )
@@ -618,7 +621,7 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
             return error_page(request, 400, "Bad answer", "Choose one of the poll's options.")
         await ws.store.answer(poll.id, pid, choice, time.time())
         ws.hub.room_changed(found.code)
-        return await poll_fragment(request, found.code, presenter=False)
+        return await poll_fragment(request, found, presenter=False)
 
     @app.post("/w/{code}/mode")
     async def mode(request: Request, code: str):
