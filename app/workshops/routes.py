@@ -583,9 +583,10 @@ def install(app: FastAPI, settings: Settings, *, render, error_page, scene_respo
         return seq
 
     async def change_poll(code: str, poll_id: int, action: str) -> int:
-        """Close, reveal or hide the poll, and tell the room."""
-        await ws.store.set_poll_status(poll_id, POLL_STATUS[action])
-        return await announce(code, "poll", {"poll": poll_id, "action": action})
+        """Close, reveal or hide the poll, and tell the room (one transaction)."""
+        return await announce(
+            code, "poll", {"poll": poll_id, "action": action}, poll_status=(poll_id, POLL_STATUS[action])
+        )
 
     async def participant(request: Request, code: str) -> tuple[Workshop, str] | Response:
         """The workshop and this browser's participant id, or the page that says why not."""

@@ -181,10 +181,13 @@ class Store:
         *,
         state_url: str | None = None,
         poll_id: int | None = None,
+        poll_status: tuple[int, str] | None = None,
         now: float | None = None,
     ) -> int:
         """Append one event under the workshop's next sequence number and return that number.
-        A `state` event also becomes the workshop's current state; a `poll` event its poll."""
+        A `state` event also becomes the workshop's current state; a `poll` event its poll.
+        `poll_status` (poll id, status) changes a poll's status in the same transaction, so the
+        room never misses the event of a change made (close, reveal, hide)."""
         at = time.time() if now is None else now
         bump = self._sql(
             "UPDATE workshops SET seq = seq + 1, state_url = COALESCE(%s, state_url),"
@@ -192,12 +195,15 @@ class Store:
         )
         insert = self._sql("INSERT INTO events (code, seq, kind, data, at) VALUES (%s, %s, %s, %s, %s)")
         trim = self._sql("DELETE FROM events WHERE code = %s AND seq <= %s")
+        status = self._sql("UPDATE polls SET status = %s WHERE id = %s")
         payload = json.dumps(data, separators=(",", ":"))
 
         async def work(q):
             rows = await q(bump, (state_url, poll_id, code))
             if not rows:
                 raise KeyError(code)
+            if poll_status is not None:
+                await q(status, (poll_status[1], poll_status[0]))
             seq = int(rows[0][0])
             await q(insert, (code, seq, kind, payload, at))
             if seq > EVENTS_KEPT and seq % 50 == 0:
@@ -296,10 +302,6 @@ class Store:
         sql = self._sql("SELECT id, code, scene, beat, state_url, status FROM polls WHERE id = %s")
         rows = await self._exec(sql, (poll_id,))
         return Poll(int(rows[0][0]), *rows[0][1:]) if rows else None
-
-    async def set_poll_status(self, poll_id: int, status: str) -> None:
-        sql = self._sql("UPDATE polls SET status = %s WHERE id = %s")
-        await self._exec(sql, (status, poll_id))
 
     async def answer(self, poll_id: int, pid: str, choice: str, now: float) -> None:
         sql = self._sql(

@@ -168,8 +168,11 @@ def test_a_new_poll_closes_the_open_one_and_answers_are_one_per_participant(make
         assert await store.tally(second) == {"B": 2, "C": 1}
         assert await store.tally(first) == {"D": 1}
         assert await store.answer_of(second, "p1") == "B" and await store.answer_of(second, "p9") is None
-        await store.set_poll_status(second, "revealed")
+        seq = await store.publish(
+            "AAAAAA", "poll", {"poll": second, "action": "reveal"}, poll_status=(second, "revealed")
+        )
         assert (await store.get_poll(second)).status == "revealed"
+        assert [(e.seq, e.kind) for e in await store.events_after("AAAAAA", seq - 1)] == [(seq, "poll")]
 
     run(make_store, body)
 
