@@ -703,3 +703,21 @@ def test_D4_a_truncation_that_empties_a_cleaned_batch_keeps_its_max_timestamp():
     cut = log.segments[0].batches[0]
     assert (cut.base_offset, cut.last_offset, cut.records) == (0, 1, ())
     assert cut.max_timestamp_ms == 5 and log.segments[0].largest_timestamp_ms == 5
+
+
+def test_D5_a_fetch_that_reads_to_the_hw_moves_the_position_past_the_removed_offsets_at_its_end():
+    """A cleaned batch keeps its last offset (§D.4, MR 296-300) and the consumer goes on from the
+    last fetched batch's next offset (`CompletedFetch.nextFetchedRecord`): a fetch that reads up to
+    the high watermark leaves the position there, even when the cleaner removed the offsets before
+    it; one that max.poll.records stops leaves it after its last record."""
+    from types import SimpleNamespace
+
+    from engine.consumers import Clients
+
+    log = [(0, f"r{i}", -1) for i in range(6)]
+    for room, got_offsets, position in ((10, [0, 2], 6), (2, [0, 2], 0), (1, [0], 0)):
+        c = SimpleNamespace(position={0: 0})
+        got: list = []
+        Clients._fetch_compacted(None, c, 0, 0, 6, log, {1, 3, 4, 5}, room, got)  # type: ignore[arg-type]
+        assert [off for _p, off, _e in got] == got_offsets
+        assert c.position[0] == position, "the caller moves it past the records it delivers"
