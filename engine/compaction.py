@@ -246,16 +246,11 @@ class CleanPass:
     expired: list[int] = field(default_factory=list)  # tombstones removed: horizon passed
     stamped: list[int] = field(default_factory=list)  # tombstones kept, horizon written now
     horizon_ms: int | None = None  # the horizon written this pass
-    empty_batches: int = 0  # batches kept with no records
     # the batches kept with no records, (base offset, last offset, why): "producer" (an active
     # idempotent producer's last batch) or "end" (the last batch of the pass); and the segments
     # the pass left empty (their base offsets)
     kept_empty: list[tuple[int, int, str]] = field(default_factory=list)
     empty_segments: list[int] = field(default_factory=list)
-
-    @property
-    def removed(self) -> int:
-        return len(self.superseded) + len(self.expired)
 
 
 def _index_bytes(s: Segment) -> tuple[int, int]:
@@ -386,7 +381,6 @@ def _clean_batch(b: Batch, offset_map: Mapping[str, int], latest: int, upper: in
         return Batch(tuple(keep), _resized(b, len(keep)), b.producer_id, horizon, span)
     last_of_producer = b.producer_id >= 0 and producers.get(b.producer_id) == b.last_offset
     if last_of_producer or b.last_offset + 1 == upper:
-        done.empty_batches += 1
         done.kept_empty.append((b.base_offset, b.last_offset, "producer" if last_of_producer else "end"))
         return Batch((), _resized(b, 0), b.producer_id, b.delete_horizon_ms, (b.base_offset, b.last_offset),
                      b.max_timestamp_ms)

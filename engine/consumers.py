@@ -1560,9 +1560,11 @@ class Clients:
 
     def _fetch_compacted(self, c: ConsumerProc, p: int, pos: int, hw: int, log: list[Any], gone: set[int],
                          room: int, got: list[tuple[int, int, Any]]) -> None:
-        """A fetch from a cleaned log: the records that survived, from `pos` up to the HW. When
-        only removed offsets are left below the HW, the position moves to the HW, as the client's
-        does past a batch the cleaner emptied."""
+        """A fetch from a cleaned log: the records that survived, from `pos` up to the HW. A fetch
+        that reads up to the HW moves the position there, past the removed offsets at its end, as
+        the client's does: a cleaned batch keeps its last offset and the consumer goes on from the
+        last fetched batch's next offset (`CompletedFetch.nextFetchedRecord`); the cleaner keeps the
+        last batch below its cleaner point, so removed offsets never end a log below the HW."""
         n = 0
         off = pos
         while off < hw and n < room:
@@ -1570,7 +1572,7 @@ class Clients:
                 got.append((p, off, log[off]))
                 n += 1
             off += 1
-        if n == 0 and off >= hw:
+        if off >= hw:  # else max.poll.records stopped it: the position follows the last record
             c.position[p] = hw
 
     def _has_data(self, c: ConsumerProc) -> bool:

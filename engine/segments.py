@@ -410,7 +410,8 @@ class SegmentedLog:
                     span = batch.last_offset - batch.base_offset + 1
                     batch = Batch(kept, max(1, batch.size_bytes * n // span), batch.producer_id,
                                   batch.delete_horizon_ms,
-                                  (batch.base_offset, offset - 1) if batch.span is not None else None)
+                                  (batch.base_offset, offset - 1) if batch.span is not None else None,
+                                  batch.max_timestamp_ms)  # kept when the cut leaves it empty
                 cut.append(batch, self.config, now_ms)
             keep[-1] = cut
             self.segments = keep

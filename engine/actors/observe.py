@@ -113,7 +113,7 @@ class ObserveRole:
                 "log": [
                     {"offset": i, "epoch": e, "record": rec, "key": self.batches[x].key if x >= 0 else None}
                     for i, (e, rec, x) in enumerate(b.log)
-                    if b.seg is None or not b.seg.cleaned_away or i not in b.seg.cleaned_away
+                    if b.seg is None or i not in b.seg.cleaned_away
                 ],
                 "epoch_cache": [list(x) for x in b.cache],
                 "fetching": b.fetching,

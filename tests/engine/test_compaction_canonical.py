@@ -680,3 +680,44 @@ def test_FD_an_idempotent_producers_empty_batch_stays_until_the_expiry_check_rem
     assert active_producers(log, DAY) == {7: 0}
     assert active_producers(log, DAY + 5 * 60 * SEC) == {7: 0}, "no check since it became a day old"
     assert active_producers(log, DAY + 10 * 60 * SEC) == {}
+
+
+def test_D4_a_truncation_that_empties_a_cleaned_batch_keeps_its_max_timestamp():
+    """§D.4 (MR 296-300): a rewritten batch keeps its header, its max timestamp included, even with
+    no records left; a truncation (a follower's, `truncate_to`) that cuts such a batch before its
+    surviving record leaves an empty batch that still carries that timestamp, so the segment's
+    largest timestamp (retention, min.compaction.lag.ms) does not fall back to none."""
+    from engine.compaction import clean, cleanable_offsets
+    from engine.segments import LogConfig, SegmentedLog
+
+    log = SegmentedLog.create(LogConfig(cleanup_policy="compact", segment_bytes=300))
+    log.append([(1, "K1", "a"), (2, "K2", "b"), (5, "K1", "c")], 100, 5)  # offsets 0-2
+    log.append([(6, "K2", "d")], 100, 6)
+    log.append([(7, "K9", "z")], 100, 7)
+    log.append([(8, "K9", "y")], 100, 8)  # rolls
+    log.update_high_watermark(log.log_end_offset)
+    clean(log, cleanable_offsets(log, 9), 9)
+    first = log.segments[0].batches[0]
+    assert (first.base_offset, first.last_offset, [r.offset for r in first.records]) == (0, 2, [2])
+    log.truncate_to(2, 10)
+    cut = log.segments[0].batches[0]
+    assert (cut.base_offset, cut.last_offset, cut.records) == (0, 1, ())
+    assert cut.max_timestamp_ms == 5 and log.segments[0].largest_timestamp_ms == 5
+
+
+def test_D5_a_fetch_that_reads_to_the_hw_moves_the_position_past_the_removed_offsets_at_its_end():
+    """A cleaned batch keeps its last offset (§D.4, MR 296-300) and the consumer goes on from the
+    last fetched batch's next offset (`CompletedFetch.nextFetchedRecord`): a fetch that reads up to
+    the high watermark leaves the position there, even when the cleaner removed the offsets before
+    it; one that max.poll.records stops leaves it after its last record."""
+    from types import SimpleNamespace
+
+    from engine.consumers import Clients
+
+    log = [(0, f"r{i}", -1) for i in range(6)]
+    for room, got_offsets, position in ((10, [0, 2], 6), (2, [0, 2], 0), (1, [0], 0)):
+        c = SimpleNamespace(position={0: 0})
+        got: list = []
+        Clients._fetch_compacted(None, c, 0, 0, 6, log, {1, 3, 4, 5}, room, got)  # type: ignore[arg-type]
+        assert [off for _p, off, _e in got] == got_offsets
+        assert c.position[0] == position, "the caller moves it past the records it delivers"
