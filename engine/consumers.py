@@ -1285,13 +1285,7 @@ class Clients:
         """The checks Heartbeat and SyncGroup share (GMM 5272-5278, 5584-5603)."""
         if g is None or g.state in ("Empty", "Dead"):
             return "UNKNOWN_MEMBER_ID"
-        if instance is not None and g.instances.get(instance) not in (None, member_id):
-            return "FENCED_INSTANCE_ID"
-        if member_id not in g.members:
-            return "UNKNOWN_MEMBER_ID"
-        if generation != g.generation:
-            return "ILLEGAL_GENERATION"
-        return None
+        return g.validate_member(member_id, generation, instance)
 
     def _coord_heartbeat(
         self, gid: str, cid: str, incarnation: int, member_id: str | None, generation: int
@@ -1945,11 +1939,7 @@ class Clients:
             # no member id and no generation: refused only on a NON-transactional commit to a
             # non-empty group (kafka-eos-kraft §C.1 rule 5); a transactional one is accepted
             return None
-        if member not in g.members:
-            return "UNKNOWN_MEMBER_ID"
-        if generation != g.generation:
-            return "ILLEGAL_GENERATION"
-        return None
+        return g.validate_member(member, generation)
 
     def apply_txn_offsets(self, group_id: str, offsets: dict[int, int], now: int) -> None:
         """The COMMIT marker reached the group's __consumer_offsets partition: its pending
