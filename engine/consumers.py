@@ -1226,17 +1226,11 @@ class Clients:
             f"{leader}, assignor {g.selected} (voted); CompletingRebalance, waiting for the leader's "
             "SyncGroup",
         )
-        subs = self._subscriptions(g)
         for m in g.members.values():
             if m.awaiting_join:
                 m.awaiting_join = False
                 self._touch(g, m, watch=True)
-                self._reply(
-                    m.consumer,
-                    m.incarnation,
-                    ("join", None, m.member_id, g.generation, g.selected, g.leader,
-                     subs if m.member_id == g.leader else None),
-                )
+                self._join_reply(g, m)
 
     def _coord_sync(
         self,
