@@ -1755,18 +1755,15 @@ class Clients:
     # helpers
 
     def _start(self, c: ConsumerProc) -> None:
+        """A new process. What _stop already cleared (member id, generation, positions, the
+        inbox, the rebalance state, the heartbeat thread) is not cleared again here; the rest is
+        what a stopped process keeps for the views and a new one starts without."""
         if not c.alive:
             c.alive = True
             c.status = "running"
             c.incarnation += 1
-            c.member_id = None
-            c.generation = -1
             c.group_metadata = (None, -1)  # a new process has joined nothing yet
-            c.position = {}
-            c.awaiting_reset = {}
-            c.cstate = "none"
             c.need_rejoin = False
-            c.inbox = []
             c.fenced = False
             c.stalled_until = -1
             c.stale = None
@@ -1777,6 +1774,7 @@ class Clients:
             c.leader_of = None
 
     def _stop(self, c: ConsumerProc) -> None:
+        """The process ends (crash or close()): its membership, positions and rebalance go."""
         c.alive = False
         c.member_id = None
         c.generation = -1
