@@ -416,22 +416,19 @@ class Clients:
         if c.group is not None and c.spec.enable_auto_commit and c.position and not c.fenced:
             self._send_commit(c, dict(c.position), wait=True, why="close() auto-commit")
         member = c.member_id
-        static = c.spec.group_instance_id is not None
         if c.assigned and c.mode == "subscribe":
             self._revoke(c, list(c.assigned), "close()")
         self._stop(c)
         c.status = "closed"
         left = ""
         if member is not None and c.group is not None and not c.fenced:
-            if static:
+            if self._leave(c, member, f"{cid} closed"):
+                left = f"; it sends LeaveGroup to group {c.group!r}"
+            else:
                 left = (
                     f"; a static member sends no LeaveGroup: its partitions wait for it until "
                     f"session.timeout.ms={c.spec.session_timeout_ms} passes"
                 )
-                self._heartbeats_stopped(c.group, member)
-            else:
-                left = f"; it sends LeaveGroup to group {c.group!r}"
-                self._send(self._coord_leave, c.group, member, f"{cid} closed")
         self.step("consumer_close", cid, f"{cid}.close(){left}", consumer=cid)
 
     def restart(self, cid: str) -> None:
@@ -907,18 +904,16 @@ class Clients:
         if self.clock.now - c.last_poll_ms <= c.spec.max_poll_interval_ms:
             return False
         member = c.member_id
-        static = c.spec.group_instance_id is not None
         self._hb_stop(c)
         if member is None:
             return True
-        if static:
-            what = "it is static, so it sends no LeaveGroup and stops heartbeating"
-            self._heartbeats_stopped(c.group, member)  # type: ignore[arg-type]
-        else:
+        left = self._leave(c, member, f"{c.id}'s poll timer expired")
+        if left:
             what = "its heartbeat thread sends LeaveGroup"
-            self._send(self._coord_leave, c.group, member, f"{c.id}'s poll timer expired")
+        else:
+            what = "it is static, so it sends no LeaveGroup and stops heartbeating"
         c.stale = (member, c.generation)
-        c.member_id = None if not static else c.member_id
+        c.member_id = None if left else c.member_id
         c.generation = -1
         c.need_rejoin = True
         c.changes += 1
@@ -928,6 +923,16 @@ class Clients:
             f"{c.id} has not called poll() for max.poll.interval.ms={c.spec.max_poll_interval_ms}: {what}",
             consumer=c.id,
         )
+        return True
+
+    def _leave(self, c: ConsumerProc, member: str, why: str) -> bool:
+        """`AbstractCoordinator.maybeLeaveGroup` (close() or the poll timer): a dynamic member
+        sends LeaveGroup (True); a static one sends none and only stops heartbeating, so its
+        session timeout removes it (KIP-345)."""
+        if c.spec.group_instance_id is not None:
+            self._heartbeats_stopped(c.group, member)  # type: ignore[arg-type]
+            return False
+        self._send(self._coord_leave, c.group, member, why)
         return True
 
     # ---------------------------------------------------------------------------------------
