@@ -152,8 +152,6 @@ class Clients:
         self.minted: dict[str, int] = {}  # member ids minted per consumer
         self.joined = 0  # members added to groups so far (the first added leads)
         self.in_flight = 0  # group requests and answers on the network
-        self.join_token: dict[str, int] = {}  # group -> the current join timer's token
-        self.delay_joined: dict[str, bool] = {}  # group -> a member joined during the initial delay
         self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
         self.in_tick = False  # a poll loop's tick is running (see run_to)
         self.brokers = sorted(sims[0].brokers)
@@ -1034,7 +1032,7 @@ class Clients:
         if g.state == "PreparingRebalance":
             m.awaiting_join = True
             if g.in_initial_delay:
-                self.delay_joined[gid] = True
+                g.delay_joined = True
             self._try_complete_join(g)
         elif g.state == "Empty" or changed or member_id == g.leader:
             m.awaiting_join = True
@@ -1125,14 +1123,14 @@ class Clients:
                     self._reply(m.consumer, m.incarnation, answer)
         was_empty = g.state == "Empty"
         g.set_state("PreparingRebalance", self.clock.now)
-        token = self.join_token.get(gid, 0) + 1
-        self.join_token[gid] = token
+        g.join_token += 1
+        token = g.join_token
         timeout = max((m.rebalance_timeout_ms for m in g.members.values()), default=0)
         g.rebalance_reason = why
         if was_empty:
             delay = min(self.initial_delay_ms, timeout)
             g.in_initial_delay = True
-            self.delay_joined[gid] = False
+            g.delay_joined = False
             wait = (
                 f"it waits group.initial.rebalance.delay.ms={self.initial_delay_ms} for more members"
             )
@@ -1153,10 +1151,10 @@ class Clients:
 
     def _initial_delay_over(self, gid: str, token: int, remaining: int) -> None:
         g = self.coordinator.groups.get(gid)
-        if g is None or self.join_token.get(gid) != token or g.state != "PreparingRebalance":
+        if g is None or g.join_token != token or g.state != "PreparingRebalance":
             return
-        if self.delay_joined.get(gid) and remaining > 0:
-            self.delay_joined[gid] = False
+        if g.delay_joined and remaining > 0:
+            g.delay_joined = False
             delay = min(self.initial_delay_ms, remaining)
             self.step(
                 "group_initial_delay",
@@ -1170,7 +1168,7 @@ class Clients:
 
     def _join_timeout(self, gid: str, token: int) -> None:
         g = self.coordinator.groups.get(gid)
-        if g is not None and self.join_token.get(gid) == token and g.state == "PreparingRebalance":
+        if g is not None and g.join_token == token and g.state == "PreparingRebalance":
             self._complete_join(g)
 
     def _try_complete_join(self, g: Group) -> None:
@@ -1185,7 +1183,7 @@ class Clients:
         removed (static ones stay), the generation goes up by one, the assignor is voted, every
         rejoined member gets its answer (the leader with everyone's subscription)."""
         gid = g.group_id
-        self.join_token[gid] = self.join_token.get(gid, 0) + 1
+        g.join_token += 1
         g.pending.clear()
         for m in list(g.members.values()):
             if not m.awaiting_join and m.instance_id is None:
@@ -1201,7 +1199,7 @@ class Clients:
             # only static members that did not rejoin are left: no generation without a member to
             # answer; wait another rebalance timeout, until their sessions expire (GMM 4472-4485)
             timeout = max(m.rebalance_timeout_ms for m in g.members.values())
-            self.at(self.clock.now + timeout, self._join_timeout, gid, self.join_token[gid])
+            self.at(self.clock.now + timeout, self._join_timeout, gid, g.join_token)
             return
         g.generation += 1
         reason = g.rebalance_reason

@@ -84,6 +84,8 @@ class Group:
     selected: str | None = None  # the assignor the last join phase voted for
     pending: set[str] = field(default_factory=set)  # ids handed out with MEMBER_ID_REQUIRED
     in_initial_delay: bool = False  # a new group's first join waits group.initial.rebalance.delay.ms
+    delay_joined: bool = False  # a member joined during the initial delay: it waits once more
+    join_token: int = 0  # bumps on every join phase start and end: the older join timers end
     rebalance_reason: str = ""  # what started the rebalance in progress
 
     def validate_member(self, member: str | None, generation: int, instance: str | None = None) -> str | None:
