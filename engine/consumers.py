@@ -1050,13 +1050,11 @@ class Clients:
         the member still supports there is no rebalance: it gets its old assignment back."""
         instance = c.spec.group_instance_id
         old_id = g.instances[instance]  # type: ignore[index]
-        old = g.members.pop(old_id, None)
+        # g.instances only names members of the group: _coord_join adds the member it maps,
+        # _remove drops the mapping with the member
+        m = g.members.pop(old_id)
         new_id = self._mint(c.id)
         g.instances[instance] = new_id  # type: ignore[index]
-        if old is None:  # defensive: the instance map pointed at a removed member
-            self.joined += 1
-            old = Member(new_id, c.id, incarnation, instance, (), 0, 0, self.joined)
-        m = old
         m.member_id, m.consumer, m.incarnation = new_id, c.id, incarnation
         m.protocols = c.spec.partition_assignment_strategy
         m.rebalance_timeout_ms = c.spec.max_poll_interval_ms
