@@ -485,8 +485,8 @@ class Clients:
         """True when every poll loop would only find nothing (Clock.skip_idle): each looping consumer
         has its partitions and positions, and its auto-commits change nothing that matters (off, or
         a live classic group, whose offsets never expire and whose commits repeat the same offsets);
-        and every group is Stable with every member heartbeating, nothing in flight."""
-        if self.in_flight:
+        and the groups settled (groups_settled), every member of every group heartbeating."""
+        if not self.groups_settled():
             return False
         for c in self.consumers.values():
             if c.alive and self.clock.now < c.stalled_until:
@@ -496,7 +496,7 @@ class Clients:
             if c.spec.loop_ms is None or not c.alive or c.mode is None:
                 continue
             if c.mode == "subscribe" and c.group is not None and not c.fenced:
-                if c.member_id is None or c.generation < 0 or c.cstate != "none" or c.need_rejoin or c.inbox:
+                if c.member_id is None or c.inbox:  # the rest of its rebalance: groups_settled
                     return False
             # a partition whose by_duration reset found nothing would find nothing again in a
             # quiet stretch: the time asked for only moves later, and no record arrives
@@ -506,10 +506,9 @@ class Clients:
                 if c.mode != "subscribe" or self._committed(c.group) != _keyed(c.position):
                     return False
         for g in self.coordinator.groups.values():
-            if g.protocol != "classic" or not g.members:
+            if g.protocol != "classic":
                 continue
-            if g.state != "Stable":
-                return False
+            # with every member's process alive, groups_settled has found the group Stable
             for m in g.members.values():
                 owner = self.consumers[m.consumer]
                 if not owner.alive or owner.member_id != m.member_id or not owner.hb_on:
@@ -528,8 +527,7 @@ class Clients:
         for g in self.coordinator.groups.values():
             if g.protocol != "classic" or not g.members:
                 continue
-            live = [self.consumers[m.consumer] for m in g.members.values()]
-            if not any(c.alive for c in live):
+            if not any(self.consumers[m.consumer].alive for m in g.members.values()):
                 continue
             if g.state != "Stable":
                 return False
