@@ -152,8 +152,6 @@ class Clients:
         self.minted: dict[str, int] = {}  # member ids minted per consumer
         self.joined = 0  # members added to groups so far (the first added leads)
         self.in_flight = 0  # group requests and answers on the network
-        self.join_token: dict[str, int] = {}  # group -> the current join timer's token
-        self.delay_joined: dict[str, bool] = {}  # group -> a member joined during the initial delay
         self.cleanup_at: int | None = None  # the queued offsets-expiry check that can expire something
         self.in_tick = False  # a poll loop's tick is running (see run_to)
         self.brokers = sorted(sims[0].brokers)
@@ -416,22 +414,19 @@ class Clients:
         if c.group is not None and c.spec.enable_auto_commit and c.position and not c.fenced:
             self._send_commit(c, dict(c.position), wait=True, why="close() auto-commit")
         member = c.member_id
-        static = c.spec.group_instance_id is not None
         if c.assigned and c.mode == "subscribe":
             self._revoke(c, list(c.assigned), "close()")
         self._stop(c)
         c.status = "closed"
         left = ""
         if member is not None and c.group is not None and not c.fenced:
-            if static:
+            if self._leave(c, member, f"{cid} closed"):
+                left = f"; it sends LeaveGroup to group {c.group!r}"
+            else:
                 left = (
                     f"; a static member sends no LeaveGroup: its partitions wait for it until "
                     f"session.timeout.ms={c.spec.session_timeout_ms} passes"
                 )
-                self._heartbeats_stopped(c.group, member)
-            else:
-                left = f"; it sends LeaveGroup to group {c.group!r}"
-                self._send(self._coord_leave, c.group, member, f"{cid} closed")
         self.step("consumer_close", cid, f"{cid}.close(){left}", consumer=cid)
 
     def restart(self, cid: str) -> None:
@@ -490,8 +485,8 @@ class Clients:
         """True when every poll loop would only find nothing (Clock.skip_idle): each looping consumer
         has its partitions and positions, and its auto-commits change nothing that matters (off, or
         a live classic group, whose offsets never expire and whose commits repeat the same offsets);
-        and every group is Stable with every member heartbeating, nothing in flight."""
-        if self.in_flight:
+        and the groups settled (groups_settled), every member of every group heartbeating."""
+        if not self.groups_settled():
             return False
         for c in self.consumers.values():
             if c.alive and self.clock.now < c.stalled_until:
@@ -501,7 +496,7 @@ class Clients:
             if c.spec.loop_ms is None or not c.alive or c.mode is None:
                 continue
             if c.mode == "subscribe" and c.group is not None and not c.fenced:
-                if c.member_id is None or c.generation < 0 or c.cstate != "none" or c.need_rejoin or c.inbox:
+                if c.member_id is None or c.inbox:  # the rest of its rebalance: groups_settled
                     return False
             # a partition whose by_duration reset found nothing would find nothing again in a
             # quiet stretch: the time asked for only moves later, and no record arrives
@@ -511,10 +506,9 @@ class Clients:
                 if c.mode != "subscribe" or self._committed(c.group) != _keyed(c.position):
                     return False
         for g in self.coordinator.groups.values():
-            if g.protocol != "classic" or not g.members:
+            if g.protocol != "classic":
                 continue
-            if g.state != "Stable":
-                return False
+            # with every member's process alive, groups_settled has found the group Stable
             for m in g.members.values():
                 owner = self.consumers[m.consumer]
                 if not owner.alive or owner.member_id != m.member_id or not owner.hb_on:
@@ -533,8 +527,7 @@ class Clients:
         for g in self.coordinator.groups.values():
             if g.protocol != "classic" or not g.members:
                 continue
-            live = [self.consumers[m.consumer] for m in g.members.values()]
-            if not any(c.alive for c in live):
+            if not any(self.consumers[m.consumer].alive for m in g.members.values()):
                 continue
             if g.state != "Stable":
                 return False
@@ -907,18 +900,16 @@ class Clients:
         if self.clock.now - c.last_poll_ms <= c.spec.max_poll_interval_ms:
             return False
         member = c.member_id
-        static = c.spec.group_instance_id is not None
         self._hb_stop(c)
         if member is None:
             return True
-        if static:
-            what = "it is static, so it sends no LeaveGroup and stops heartbeating"
-            self._heartbeats_stopped(c.group, member)  # type: ignore[arg-type]
-        else:
+        left = self._leave(c, member, f"{c.id}'s poll timer expired")
+        if left:
             what = "its heartbeat thread sends LeaveGroup"
-            self._send(self._coord_leave, c.group, member, f"{c.id}'s poll timer expired")
+        else:
+            what = "it is static, so it sends no LeaveGroup and stops heartbeating"
         c.stale = (member, c.generation)
-        c.member_id = None if not static else c.member_id
+        c.member_id = None if left else c.member_id
         c.generation = -1
         c.need_rejoin = True
         c.changes += 1
@@ -928,6 +919,16 @@ class Clients:
             f"{c.id} has not called poll() for max.poll.interval.ms={c.spec.max_poll_interval_ms}: {what}",
             consumer=c.id,
         )
+        return True
+
+    def _leave(self, c: ConsumerProc, member: str, why: str) -> bool:
+        """`AbstractCoordinator.maybeLeaveGroup` (close() or the poll timer): a dynamic member
+        sends LeaveGroup (True); a static one sends none and only stops heartbeating, so its
+        session timeout removes it (KIP-345)."""
+        if c.spec.group_instance_id is not None:
+            self._heartbeats_stopped(c.group, member)  # type: ignore[arg-type]
+            return False
+        self._send(self._coord_leave, c.group, member, why)
         return True
 
     # ---------------------------------------------------------------------------------------
@@ -1029,7 +1030,7 @@ class Clients:
         if g.state == "PreparingRebalance":
             m.awaiting_join = True
             if g.in_initial_delay:
-                self.delay_joined[gid] = True
+                g.delay_joined = True
             self._try_complete_join(g)
         elif g.state == "Empty" or changed or member_id == g.leader:
             m.awaiting_join = True
@@ -1047,13 +1048,11 @@ class Clients:
         the member still supports there is no rebalance: it gets its old assignment back."""
         instance = c.spec.group_instance_id
         old_id = g.instances[instance]  # type: ignore[index]
-        old = g.members.pop(old_id, None)
+        # g.instances only names members of the group: _coord_join adds the member it maps,
+        # _remove drops the mapping with the member
+        m = g.members.pop(old_id)
         new_id = self._mint(c.id)
         g.instances[instance] = new_id  # type: ignore[index]
-        if old is None:  # defensive: the instance map pointed at a removed member
-            self.joined += 1
-            old = Member(new_id, c.id, incarnation, instance, (), 0, 0, self.joined)
-        m = old
         m.member_id, m.consumer, m.incarnation = new_id, c.id, incarnation
         m.protocols = c.spec.partition_assignment_strategy
         m.rebalance_timeout_ms = c.spec.max_poll_interval_ms
@@ -1120,14 +1119,14 @@ class Clients:
                     self._reply(m.consumer, m.incarnation, answer)
         was_empty = g.state == "Empty"
         g.set_state("PreparingRebalance", self.clock.now)
-        token = self.join_token.get(gid, 0) + 1
-        self.join_token[gid] = token
+        g.join_token += 1
+        token = g.join_token
         timeout = max((m.rebalance_timeout_ms for m in g.members.values()), default=0)
         g.rebalance_reason = why
         if was_empty:
             delay = min(self.initial_delay_ms, timeout)
             g.in_initial_delay = True
-            self.delay_joined[gid] = False
+            g.delay_joined = False
             wait = (
                 f"it waits group.initial.rebalance.delay.ms={self.initial_delay_ms} for more members"
             )
@@ -1148,10 +1147,10 @@ class Clients:
 
     def _initial_delay_over(self, gid: str, token: int, remaining: int) -> None:
         g = self.coordinator.groups.get(gid)
-        if g is None or self.join_token.get(gid) != token or g.state != "PreparingRebalance":
+        if g is None or g.join_token != token or g.state != "PreparingRebalance":
             return
-        if self.delay_joined.get(gid) and remaining > 0:
-            self.delay_joined[gid] = False
+        if g.delay_joined and remaining > 0:
+            g.delay_joined = False
             delay = min(self.initial_delay_ms, remaining)
             self.step(
                 "group_initial_delay",
@@ -1165,7 +1164,7 @@ class Clients:
 
     def _join_timeout(self, gid: str, token: int) -> None:
         g = self.coordinator.groups.get(gid)
-        if g is not None and self.join_token.get(gid) == token and g.state == "PreparingRebalance":
+        if g is not None and g.join_token == token and g.state == "PreparingRebalance":
             self._complete_join(g)
 
     def _try_complete_join(self, g: Group) -> None:
@@ -1180,7 +1179,7 @@ class Clients:
         removed (static ones stay), the generation goes up by one, the assignor is voted, every
         rejoined member gets its answer (the leader with everyone's subscription)."""
         gid = g.group_id
-        self.join_token[gid] = self.join_token.get(gid, 0) + 1
+        g.join_token += 1
         g.pending.clear()
         for m in list(g.members.values()):
             if not m.awaiting_join and m.instance_id is None:
@@ -1196,7 +1195,7 @@ class Clients:
             # only static members that did not rejoin are left: no generation without a member to
             # answer; wait another rebalance timeout, until their sessions expire (GMM 4472-4485)
             timeout = max(m.rebalance_timeout_ms for m in g.members.values())
-            self.at(self.clock.now + timeout, self._join_timeout, gid, self.join_token[gid])
+            self.at(self.clock.now + timeout, self._join_timeout, gid, g.join_token)
             return
         g.generation += 1
         reason = g.rebalance_reason
@@ -1226,17 +1225,11 @@ class Clients:
             f"{leader}, assignor {g.selected} (voted); CompletingRebalance, waiting for the leader's "
             "SyncGroup",
         )
-        subs = self._subscriptions(g)
         for m in g.members.values():
             if m.awaiting_join:
                 m.awaiting_join = False
                 self._touch(g, m, watch=True)
-                self._reply(
-                    m.consumer,
-                    m.incarnation,
-                    ("join", None, m.member_id, g.generation, g.selected, g.leader,
-                     subs if m.member_id == g.leader else None),
-                )
+                self._join_reply(g, m)
 
     def _coord_sync(
         self,
@@ -1285,13 +1278,7 @@ class Clients:
         """The checks Heartbeat and SyncGroup share (GMM 5272-5278, 5584-5603)."""
         if g is None or g.state in ("Empty", "Dead"):
             return "UNKNOWN_MEMBER_ID"
-        if instance is not None and g.instances.get(instance) not in (None, member_id):
-            return "FENCED_INSTANCE_ID"
-        if member_id not in g.members:
-            return "UNKNOWN_MEMBER_ID"
-        if generation != g.generation:
-            return "ILLEGAL_GENERATION"
-        return None
+        return g.validate_member(member_id, generation, instance)
 
     def _coord_heartbeat(
         self, gid: str, cid: str, incarnation: int, member_id: str | None, generation: int
@@ -1769,18 +1756,15 @@ class Clients:
     # helpers
 
     def _start(self, c: ConsumerProc) -> None:
+        """A new process. What _stop already cleared (member id, generation, positions, the
+        inbox, the rebalance state, the heartbeat thread) is not cleared again here; the rest is
+        what a stopped process keeps for the views and a new one starts without."""
         if not c.alive:
             c.alive = True
             c.status = "running"
             c.incarnation += 1
-            c.member_id = None
-            c.generation = -1
             c.group_metadata = (None, -1)  # a new process has joined nothing yet
-            c.position = {}
-            c.awaiting_reset = {}
-            c.cstate = "none"
             c.need_rejoin = False
-            c.inbox = []
             c.fenced = False
             c.stalled_until = -1
             c.stale = None
@@ -1791,6 +1775,7 @@ class Clients:
             c.leader_of = None
 
     def _stop(self, c: ConsumerProc) -> None:
+        """The process ends (crash or close()): its membership, positions and rebalance go."""
         c.alive = False
         c.member_id = None
         c.generation = -1
@@ -1947,11 +1932,7 @@ class Clients:
             # no member id and no generation: refused only on a NON-transactional commit to a
             # non-empty group (kafka-eos-kraft §C.1 rule 5); a transactional one is accepted
             return None
-        if member not in g.members:
-            return "UNKNOWN_MEMBER_ID"
-        if generation != g.generation:
-            return "ILLEGAL_GENERATION"
-        return None
+        return g.validate_member(member, generation)
 
     def apply_txn_offsets(self, group_id: str, offsets: dict[int, int], now: int) -> None:
         """The COMMIT marker reached the group's __consumer_offsets partition: its pending

@@ -147,7 +147,7 @@ def sticky_assign(members: list[Subscription], partitions: int, *, cooperative: 
             keep = hi
             max_slots -= 1
         else:
-            keep = min(lo, len(mine)) if len(mine) > lo else len(mine)
+            keep = min(lo, len(mine))
         out[s.member_id] = mine[:keep]
     taken = {p for ps in out.values() for p in ps}
     unassigned = [p for p in range(partitions) if p not in taken]
@@ -183,8 +183,8 @@ def sticky_assign(members: list[Subscription], partitions: int, *, cooperative: 
 
 
 ASSIGNORS = {
-    "range": lambda members, partitions: range_assign(members, partitions),
-    "roundrobin": lambda members, partitions: roundrobin_assign(members, partitions),
+    "range": range_assign,
+    "roundrobin": roundrobin_assign,
     "sticky": lambda members, partitions: sticky_assign(members, partitions, cooperative=False),
     "cooperative-sticky": lambda members, partitions: sticky_assign(members, partitions, cooperative=True),
 }

@@ -84,7 +84,25 @@ class Group:
     selected: str | None = None  # the assignor the last join phase voted for
     pending: set[str] = field(default_factory=set)  # ids handed out with MEMBER_ID_REQUIRED
     in_initial_delay: bool = False  # a new group's first join waits group.initial.rebalance.delay.ms
+    delay_joined: bool = False  # a member joined during the initial delay: it waits once more
+    join_token: int = 0  # bumps on every join phase start and end: the older join timers end
     rebalance_reason: str = ""  # what started the rebalance in progress
+
+    def validate_member(self, member: str | None, generation: int, instance: str | None = None) -> str | None:
+        """`ClassicGroup.validateMember`, then the generation (kafka-eos-kraft §C.1 rule 4), the
+        checks OffsetCommit, TxnOffsetCommit, SyncGroup and Heartbeat share: a static instance the
+        group does not know, or mapped to another member id, first; then the member id; then the
+        generation."""
+        if instance is not None:
+            if instance not in self.instances:
+                return "UNKNOWN_MEMBER_ID"
+            if self.instances[instance] != member:
+                return "FENCED_INSTANCE_ID"
+        if member not in self.members:
+            return "UNKNOWN_MEMBER_ID"
+        if generation != self.generation:
+            return "ILLEGAL_GENERATION"
+        return None
 
     def set_state(self, state: GroupState, now_ms: int) -> None:
         if state != self.state:
@@ -123,15 +141,9 @@ class Coordinator:
             if group.state != "Empty":
                 return "UNKNOWN_MEMBER_ID"
         else:
-            if instance is not None:
-                if instance not in group.instances:
-                    return "UNKNOWN_MEMBER_ID"
-                if group.instances[instance] != member:
-                    return "FENCED_INSTANCE_ID"
-            if member not in group.members:
-                return "UNKNOWN_MEMBER_ID"
-            if generation != group.generation:
-                return "ILLEGAL_GENERATION"
+            error = group.validate_member(member, generation, instance)
+            if error is not None:
+                return error
             if group.state == "CompletingRebalance":
                 return "REBALANCE_IN_PROGRESS"
         for tp, offset in offsets.items():
