@@ -27,10 +27,6 @@ def duplicates(records: Any) -> list[str]:
     return [r for r, n in counts.items() if n > 1]
 
 
-# the batches a partition leader remembers per producer id (ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
-BATCHES_REMEMBERED = 5
-
-
 class ObserveRole:
     def shift_clocks(self, delta: int) -> None:
         """Move the times a quiet partition compares its housekeeping with by `delta` (see
@@ -424,9 +420,9 @@ class ObserveRole:
     def producer_state(self, br: Any) -> list[dict[str, Any]]:
         """What broker `br` remembers about each producer id from its log (ProducerStateManager,
         rebuilt the same way on a follower), in producer id order: the epoch and last sequence
-        the leader checks a batch against (the leader's own rule, `_last_sequence`: a marker at a
-        higher epoch moves the epoch and clears the sequence, shown as -1), and the ranges of its
-        last BATCHES_REMEMBERED batches at that epoch (first and last sequence, first and last
+        the leader checks a batch against (the leader's own entry, `_producer_entry`: a marker at a
+        higher epoch moves the epoch and clears the sequence, shown as -1), and the ranges of the
+        last five batches it remembers at that epoch (first and last sequence, first and last
         offset), oldest first. Producers without idempotence (no id) leave nothing."""
         pids: dict[int, None] = {}
         for _e, _r, bidx in br.log:
@@ -436,18 +432,12 @@ class ObserveRole:
                     pids[b.session.pid] = None
         out = []
         for pid in sorted(pids):
-            epoch, last = self._last_sequence(br, pid)
+            epoch, last, recent = self._producer_entry(br, pid)
             batches: list[list[int]] = []
-            seen: set[int] = set()
-            for off in range(len(br.log) - 1, -1, -1):
-                bidx = br.log[off][2]
-                if bidx < 0 or bidx in seen or len(batches) == BATCHES_REMEMBERED:
-                    continue
-                seen.add(bidx)
+            for bidx in reversed(recent):
                 b = self.batches[bidx]
-                if b.seq >= 0 and b.session.pid == pid and b.pepoch == epoch:
-                    first, end = br.batch_offsets[bidx]
-                    batches.insert(0, [b.seq, b.seq + end - first, first, end])
+                first, end = br.batch_offsets[bidx]
+                batches.append([b.seq, b.seq + end - first, first, end])
             out.append({"producer_id": pid, "epoch": epoch, "last_sequence": last, "batches": batches})
         return out
 
