@@ -196,8 +196,9 @@ class ObserveRole:
             part["lso"] = last_stable_offset(self)
             part["cleaner_point"] = self.cleaner_point()
             if self.has_txn and leader_b is not None:  # scene 08: which records are aborted or undecided
-                part["aborted"] = sorted(log_view(self, leader_b).aborted)
-                part["undecided"] = self.undecided(leader_b)
+                view = log_view(self, leader_b)
+                part["aborted"] = sorted(view.aborted)
+                part["undecided"] = list(view.undecided)
             if self.txn is not None:
                 out["producer"]["instances"] = self.producer_instances()
         if self.has_txn:  # transactions: which log entries are markers
@@ -457,20 +458,6 @@ class ObserveRole:
         batches = self.batches
         return [(off, r) for off, (_e, r, x) in enumerate(br.log)
                 if r is not None and (x < 0 or batches[x].control is None)]
-
-    def undecided(self, br: Any) -> list[int]:
-        """Offsets of transactional records in `br`'s log whose transaction has no marker there
-        yet (open, or decided with its markers still on the way)."""
-        waiting: dict[int, list[int]] = {}
-        for off, (_e, _r, bidx) in enumerate(br.log):
-            if bidx < 0:
-                continue
-            b = self.batches[bidx]
-            if b.control is not None:
-                waiting.pop(b.session.pid, None)
-            elif b.txn:
-                waiting.setdefault(b.session.pid, []).append(off)
-        return sorted(off for offs in waiting.values() for off in offs)
 
     def producer_instances(self) -> list[dict[str, Any]]:
         """Each transactional producer instance (one process of a transactional.id): its producer
