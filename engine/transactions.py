@@ -94,10 +94,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .producers import ProducerProc
     from .sim import Sim
 
-TXN_ACTIONS = frozenset(
-    {"init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
-     "send_offsets_to_transaction"}
-)
 TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions (TransactionLogConfig 31-46)
 HOP_MS = 1  # one network hop (NETWORK_DELAY_MS)
 MAX_BLOCK_MS = 60_000  # max.block.ms: how long initTransactions() waits for an answer
