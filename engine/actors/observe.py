@@ -273,7 +273,7 @@ class ObserveRole:
             "leader": c.leader if c.leader != NO_LEADER else None,
             "hw": hw,
             "leo": len(log),
-            "lso": log_view(self, leader).lso if leader is not None else 0,
+            "lso": last_stable_offset(self),
             "log_start_offset": start,
             "cleaner_point": self.cleaner_point(),
             "segments": self.leader_segments(),
