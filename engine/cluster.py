@@ -15,10 +15,10 @@ from .clock import Clock, RunUse
 from .consumers import Clients
 from .partitioner import generation_for
 from .producers import ProducerProc
-from .scenario import Config, Limits, ScenarioError
+from .scenario import TXN_ACTIONS, Config, Limits, ScenarioError
 from .sim import _WAKEUPS, Sim
 from .state import BROKER_LEVEL_KINDS, CLIENT_KIND_PREFIXES, FIRST_PRODUCER_ID, TOPIC_KINDS, ProducerSession
-from .transactions import TXN_ACTIONS, Transactions
+from .transactions import Transactions
 
 _CLIENT_TICKS = (Clients._loop_tick, Clients._hb_tick)
 

@@ -369,6 +369,13 @@ class Elect(_Strict):
 # ---- part 2: transactions, consumers, topic administration
 
 
+# the calls of the transactional producer API, as actions (engine/transactions.py runs them)
+TXN_ACTIONS = frozenset(
+    {"init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
+     "send_offsets_to_transaction"}
+)
+
+
 class TransactionAction(_Strict):
     do: Literal["init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"]
     producer: ClientRef | None = None  # required when the scenario has several producers
@@ -955,11 +962,8 @@ _TIMING_KEYS = frozenset(f.name for f in fields(Timing))
 
 
 _PART2_ACTIONS = frozenset(
-    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records",
-     # transactions (engine/transactions.py): their result fields are part 2's
-     "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
-     "send_offsets_to_transaction"}
-)
+    {"subscribe", "assign", "poll", "commit", "seek", "stall", "add_partitions", "delete_records"}
+) | TXN_ACTIONS  # transactions: their result fields are part 2's
 
 
 def uses_long_time(sc: Scenario) -> bool:
@@ -983,7 +987,7 @@ def _check_transactional_calls(actions: list[Any], producers: list[ProducerConfi
     state: dict[str, str] = {pc.id: "new" for pc in producers if pc.transactional}
     for i, a in enumerate(actions):
         name = getattr(a, "producer", None)
-        if name is None and (a.do == "produce" or "transaction" in a.do):
+        if name is None and (a.do == "produce" or a.do in TXN_ACTIONS):
             name = producers[0].id if len(producers) == 1 else None
         pc = by_id.get(name) if name is not None else None
         if pc is None or not pc.transactional:
@@ -996,8 +1000,7 @@ def _check_transactional_calls(actions: list[Any], producers: list[ProducerConfi
             if now != "new":
                 bad(path, f"producer {pc.id!r} already called initTransactions() in this process")
             state[pc.id] = "ready"
-        elif now == "new" and a.do in ("produce", "begin_transaction", "commit_transaction",
-                                       "abort_transaction", "send_offsets_to_transaction"):
+        elif now == "new" and (a.do == "produce" or a.do in TXN_ACTIONS):
             bad(path, f"producer {pc.id!r} has a transactional.id: call init_transactions first")
         elif a.do == "begin_transaction":
             if now == "in":
@@ -1287,10 +1290,7 @@ def resolve(sc: Scenario, limits: Limits = DEFAULT_LIMITS) -> Config:
                 and (isinstance(a.value, bool) or not isinstance(a.value, int) or a.value < 1)
             ):
                 bad(f"{path}.value", "flush.messages takes a positive whole number or null")
-        elif a.do in (
-            "init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
-            "send_offsets_to_transaction",
-        ):
+        elif a.do in TXN_ACTIONS:
             pc = producer_ref(path, a.producer)
             if pc is not None and not pc.transactional:
                 bad(

@@ -94,10 +94,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .producers import ProducerProc
     from .sim import Sim
 
-TXN_ACTIONS = frozenset(
-    {"init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
-     "send_offsets_to_transaction"}
-)
 TXN_STATE_PARTITIONS = 50  # transaction.state.log.num.partitions (TransactionLogConfig 31-46)
 HOP_MS = 1  # one network hop (NETWORK_DELAY_MS)
 MAX_BLOCK_MS = 60_000  # max.block.ms: how long initTransactions() waits for an answer
@@ -131,6 +127,9 @@ class TxnLogView:
     aborted: frozenset[int]  # offsets of records whose transaction ended with an ABORT marker
     control: frozenset[int]  # offsets of markers
     open_since: int | None  # first offset of the earliest transaction holding the LSO back
+    # offsets of transactional records with no marker of their producer after them (open, or
+    # decided with the marker still on the way)
+    undecided: tuple[int, ...] = ()
 
 
 _NO_TXN: frozenset[int] = frozenset()
@@ -168,7 +167,8 @@ def log_view(sim: Sim, br: Broker) -> TxnLogView:
             members.setdefault(pid, []).append(off)
     first = min(open_first.values(), default=None)
     lso = br.hw if first is None else min(br.hw, first)
-    view = TxnLogView(max(lso, start), frozenset(aborted), frozenset(control), first)
+    undecided = tuple(sorted(off for offs in members.values() for off in offs))
+    view = TxnLogView(max(lso, start), frozenset(aborted), frozenset(control), first, undecided)
     sim.txn_cache[br.id] = (key, view)
     return view
 

@@ -136,13 +136,13 @@ class LeaderRole:
                     f"than the topic's {key}={limit}: {error}, nothing appended",
                 )
                 return
+        entry = self._producer_entry(br, batch.session.pid) if batch.idempotent else None
         if existing is not None and batch.idempotent:
-            state = self._last_sequence(br, batch.session.pid)
-            if state is not None and state[0] > batch.pepoch:
-                existing = None  # a duplicate needs the same epoch (PSE 135): the epoch check refuses it
-            elif idx not in self._recent_batches(br, batch.session.pid, batch.pepoch):
-                # the producer state caches only the last five batches (PSE 36): an older retry is
-                # not recognised and falls through to the sequence check (kafka-eos-kraft §E.A A3)
+            # a duplicate is one of the entry's remembered batches, at the entry's epoch (PSE 135:
+            # an older epoch falls to the epoch check). The entry keeps only the last five batches
+            # (PSE 36): an older retry is not recognised and falls through to the sequence check
+            # (kafka-eos-kraft §E.A A3)
+            if entry is None or entry[0] != batch.pepoch or idx not in entry[2]:
                 existing = None
         if existing is None and br.seg is not None:
             refused = refuses(br.seg.config, batch.key)
@@ -158,41 +158,39 @@ class LeaderRole:
                     f"{refused}: {INVALID_RECORD} (87), nothing appended",
                 )
                 return
-        if existing is None and batch.idempotent:
-            state = self._last_sequence(br, batch.session.pid)
-            if state is not None:
-                epoch, last = state
-                if batch.pepoch < epoch:
-                    # PAI 96-110: a lower epoch than the producer state's (a newer instance's, or a
-                    # transaction marker's after a fence): INVALID_PRODUCER_EPOCH since 2.8
-                    self._reject_produce(
-                        bid,
-                        idx,
-                        attempt_id,
-                        "leader_reject_invalid_epoch",
-                        "INVALID_PRODUCER_EPOCH",
-                        f"{who} refuses {_fmt_records(batch.records)} from producer id {batch.session.pid}: "
-                        f"its epoch {batch.pepoch} is older than the epoch {epoch} this partition has seen: "
-                        "INVALID_PRODUCER_EPOCH (47), nothing appended",
-                    )
-                    return
-                if batch.pepoch == epoch and batch.seq != last + 1:
-                    why = f"its first sequence is {batch.seq} but the last one here is {last}"
-                elif batch.pepoch > epoch and batch.seq != 0:
-                    why = f"a new producer epoch must start at sequence 0, not {batch.seq}"
-                else:
-                    why = ""
-                if why:
-                    self._reject_produce(
-                        bid,
-                        idx,
-                        attempt_id,
-                        "leader_reject_out_of_order",
-                        "OUT_OF_ORDER_SEQUENCE_NUMBER",
-                        f"{who} refuses {_fmt_records(batch.records)}: {why}: "
-                        "OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing appended",
-                    )
-                    return
+        if existing is None and entry is not None:
+            epoch, last, _recent = entry
+            if batch.pepoch < epoch:
+                # PAI 96-110: a lower epoch than the producer state's (a newer instance's, or a
+                # transaction marker's after a fence): INVALID_PRODUCER_EPOCH since 2.8
+                self._reject_produce(
+                    bid,
+                    idx,
+                    attempt_id,
+                    "leader_reject_invalid_epoch",
+                    "INVALID_PRODUCER_EPOCH",
+                    f"{who} refuses {_fmt_records(batch.records)} from producer id {batch.session.pid}: "
+                    f"its epoch {batch.pepoch} is older than the epoch {epoch} this partition has seen: "
+                    "INVALID_PRODUCER_EPOCH (47), nothing appended",
+                )
+                return
+            if batch.pepoch == epoch and batch.seq != last + 1:
+                why = f"its first sequence is {batch.seq} but the last one here is {last}"
+            elif batch.pepoch > epoch and batch.seq != 0:
+                why = f"a new producer epoch must start at sequence 0, not {batch.seq}"
+            else:
+                why = ""
+            if why:
+                self._reject_produce(
+                    bid,
+                    idx,
+                    attempt_id,
+                    "leader_reject_out_of_order",
+                    "OUT_OF_ORDER_SEQUENCE_NUMBER",
+                    f"{who} refuses {_fmt_records(batch.records)}: {why}: "
+                    "OUT_OF_ORDER_SEQUENCE_NUMBER (45), nothing appended",
+                )
+                return
         if existing is not None and batch.control is not None:
             first, last = existing  # a marker retried after it was written: answered with its offset
         elif existing is not None:
@@ -280,45 +278,46 @@ class LeaderRole:
         timeout = batch.session.config.request_timeout_ms  # the request's own timeout field
         self.at(self.now + timeout, self._expire_produce, bid, br.inc, idx, attempt_id)
 
-    def _recent_batches(self, br: Broker, pid: int, epoch: int) -> list[int]:
-        """The batches ProducerStateEntry remembers for `pid`: its last NUM_BATCHES_TO_RETAIN = 5
-        of this epoch in the replica's log (PSE 36, 107-110), newest first."""
-        found: list[int] = []
-        log = br.log
-        for off in range(len(log) - 1, -1, -1):
-            bidx = log[off][2]
-            if bidx < 0 or (found and found[-1] == bidx):
-                continue
-            b = self.batches[bidx]
-            if b.session.pid != pid or b.control is not None or b.seq < 0:
-                continue
-            if b.pepoch != epoch:
-                break  # an epoch change clears the cache (PSE 97-105)
-            found.append(bidx)
-            if len(found) == NUM_BATCHES_TO_RETAIN:
-                break
-        return found
-
-    def _last_sequence(self, br: Broker, pid: int) -> tuple[int, int] | None:
+    def _producer_entry(self, br: Broker, pid: int) -> tuple[int, int, list[int]] | None:
         """The producer state a replica rebuilds from its log (ProducerStateManager, one entry per
-        producer id): the epoch and sequence of its last record from producer `pid`, or None when
-        it has none (then, since KIP-360, any first sequence is accepted: ProducerAppendInfo
-        112-143)."""
+        producer id), in one backward scan: the epoch and sequence of its last record from producer
+        `pid`, and the batches that entry remembers, its last NUM_BATCHES_TO_RETAIN = 5 of that
+        epoch, newest first (PSE 36, 107-110). None when the log has nothing of `pid` (then, since
+        KIP-360, any first sequence is accepted: ProducerAppendInfo 112-143). A transaction marker
+        at a bumped epoch (a fence) moves the entry's epoch and clears its sequences and batches:
+        that epoch starts at 0 (ProducerStateEntry.maybeUpdateProducerEpoch, PSE 97-105)."""
         log = br.log
+        batches = self.batches
         marker: int | None = None  # the epoch of a later transaction marker of `pid`
+        state: tuple[int, int] | None = None
+        recent: list[int] = []
         for off in range(len(log) - 1, -1, -1):
             bidx = log[off][2]
-            if bidx >= 0:
-                b = self.batches[bidx]
-                if b.control is not None and b.session.pid == pid:
-                    # a marker at a bumped epoch (a fence) moves the state's epoch and clears its
-                    # sequences: that epoch starts at 0 (ProducerStateEntry.maybeUpdateProducerEpoch)
-                    marker = b.pepoch if marker is None else marker
-                elif b.seq >= 0 and b.session.pid == pid:
-                    if marker is not None and marker > b.pepoch:
-                        return marker, -1
-                    return b.pepoch, b.seq + off - br.batch_offsets[bidx][0]
-        return (marker, -1) if marker is not None else None
+            if bidx < 0:
+                continue
+            b = batches[bidx]
+            if b.session.pid != pid:
+                continue
+            if b.control is not None:
+                if state is None and marker is None:
+                    marker = b.pepoch
+                continue
+            if b.seq < 0:
+                continue
+            if state is None:
+                if marker is not None and marker > b.pepoch:
+                    return marker, -1, []
+                state = (b.pepoch, b.seq + off - br.batch_offsets[bidx][0])
+                recent.append(bidx)
+            elif bidx != recent[-1]:
+                if b.pepoch != state[0]:
+                    break  # an epoch change clears the remembered batches (PSE 97-105)
+                recent.append(bidx)
+            if len(recent) == NUM_BATCHES_TO_RETAIN:
+                break
+        if state is None:
+            return (marker, -1, []) if marker is not None else None
+        return state[0], state[1], recent
 
     def _append(self, br: Broker, entries: list[tuple[int, str, int]]) -> None:
         start = br.leo

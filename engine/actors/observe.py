@@ -27,10 +27,6 @@ def duplicates(records: Any) -> list[str]:
     return [r for r, n in counts.items() if n > 1]
 
 
-# the batches a partition leader remembers per producer id (ProducerStateEntry.NUM_BATCHES_TO_RETAIN)
-BATCHES_REMEMBERED = 5
-
-
 class ObserveRole:
     def shift_clocks(self, delta: int) -> None:
         """Move the times a quiet partition compares its housekeeping with by `delta` (see
@@ -200,8 +196,9 @@ class ObserveRole:
             part["lso"] = last_stable_offset(self)
             part["cleaner_point"] = self.cleaner_point()
             if self.has_txn and leader_b is not None:  # scene 08: which records are aborted or undecided
-                part["aborted"] = sorted(log_view(self, leader_b).aborted)
-                part["undecided"] = self.undecided(leader_b)
+                view = log_view(self, leader_b)
+                part["aborted"] = sorted(view.aborted)
+                part["undecided"] = list(view.undecided)
             if self.txn is not None:
                 out["producer"]["instances"] = self.producer_instances()
         if self.has_txn:  # transactions: which log entries are markers
@@ -276,7 +273,7 @@ class ObserveRole:
             "leader": c.leader if c.leader != NO_LEADER else None,
             "hw": hw,
             "leo": len(log),
-            "lso": log_view(self, leader).lso if leader is not None else 0,
+            "lso": last_stable_offset(self),
             "log_start_offset": start,
             "cleaner_point": self.cleaner_point(),
             "segments": self.leader_segments(),
@@ -424,9 +421,9 @@ class ObserveRole:
     def producer_state(self, br: Any) -> list[dict[str, Any]]:
         """What broker `br` remembers about each producer id from its log (ProducerStateManager,
         rebuilt the same way on a follower), in producer id order: the epoch and last sequence
-        the leader checks a batch against (the leader's own rule, `_last_sequence`: a marker at a
-        higher epoch moves the epoch and clears the sequence, shown as -1), and the ranges of its
-        last BATCHES_REMEMBERED batches at that epoch (first and last sequence, first and last
+        the leader checks a batch against (the leader's own entry, `_producer_entry`: a marker at a
+        higher epoch moves the epoch and clears the sequence, shown as -1), and the ranges of the
+        last five batches it remembers at that epoch (first and last sequence, first and last
         offset), oldest first. Producers without idempotence (no id) leave nothing."""
         pids: dict[int, None] = {}
         for _e, _r, bidx in br.log:
@@ -436,18 +433,12 @@ class ObserveRole:
                     pids[b.session.pid] = None
         out = []
         for pid in sorted(pids):
-            epoch, last = self._last_sequence(br, pid)
+            epoch, last, recent = self._producer_entry(br, pid)
             batches: list[list[int]] = []
-            seen: set[int] = set()
-            for off in range(len(br.log) - 1, -1, -1):
-                bidx = br.log[off][2]
-                if bidx < 0 or bidx in seen or len(batches) == BATCHES_REMEMBERED:
-                    continue
-                seen.add(bidx)
+            for bidx in reversed(recent):
                 b = self.batches[bidx]
-                if b.seq >= 0 and b.session.pid == pid and b.pepoch == epoch:
-                    first, end = br.batch_offsets[bidx]
-                    batches.insert(0, [b.seq, b.seq + end - first, first, end])
+                first, end = br.batch_offsets[bidx]
+                batches.append([b.seq, b.seq + end - first, first, end])
             out.append({"producer_id": pid, "epoch": epoch, "last_sequence": last, "batches": batches})
         return out
 
@@ -467,20 +458,6 @@ class ObserveRole:
         batches = self.batches
         return [(off, r) for off, (_e, r, x) in enumerate(br.log)
                 if r is not None and (x < 0 or batches[x].control is None)]
-
-    def undecided(self, br: Any) -> list[int]:
-        """Offsets of transactional records in `br`'s log whose transaction has no marker there
-        yet (open, or decided with its markers still on the way)."""
-        waiting: dict[int, list[int]] = {}
-        for off, (_e, _r, bidx) in enumerate(br.log):
-            if bidx < 0:
-                continue
-            b = self.batches[bidx]
-            if b.control is not None:
-                waiting.pop(b.session.pid, None)
-            elif b.txn:
-                waiting.setdefault(b.session.pid, []).append(off)
-        return sorted(off for offs in waiting.values() for off in offs)
 
     def producer_instances(self) -> list[dict[str, Any]]:
         """Each transactional producer instance (one process of a transactional.id): its producer
