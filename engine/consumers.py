@@ -1922,17 +1922,19 @@ class Clients:
     # ---------------------------------------------------------------------------------------
     # KIP-447 (engine/transactions.py): the group coordinator's side of a transactional offset commit
 
-    def check_txn_commit(self, group_id: str, member: str | None, generation: int) -> str | None:
+    def check_txn_commit(self, group_id: str, member: str | None, generation: int,
+                         instance: str | None = None) -> str | None:
         """TxnOffsetCommit's member and generation check, as for a commit (ClassicGroup
         .validateOffsetCommit with isTransactional: CompletingRebalance is not refused)."""
         g = self.coordinator.groups.get(group_id)
         if g is None:
             return None if generation < 0 else "ILLEGAL_GENERATION"
-        if member is None and generation < 0:
-            # no member id and no generation: refused only on a NON-transactional commit to a
-            # non-empty group (kafka-eos-kraft §C.1 rule 5); a transactional one is accepted
+        if member is None and generation < 0 and instance is None:
+            # no member id, generation or instance: refused only on a NON-transactional commit to
+            # a non-empty group (kafka-eos-kraft §C.1 rule 5); a transactional one is accepted
             return None
-        return g.validate_member(member, generation)
+        # rule 4: a static instance (FENCED_INSTANCE_ID), the member, the generation
+        return g.validate_member(member, generation, instance)
 
     def apply_txn_offsets(self, group_id: str, offsets: dict[int, int], now: int) -> None:
         """The COMMIT marker reached the group's __consumer_offsets partition: its pending

@@ -892,7 +892,8 @@ class Transactions:
         if self._fenced(meta, session, "TxnOffsetCommit"):
             error = self.fence_error
         else:
-            error = groups.check_txn_commit(gid, member, generation)
+            # groupMetadata() carries the group.instance.id too: a static member is checked by it
+            error = groups.check_txn_commit(gid, member, generation, c.spec.group_instance_id)
         self.run_to(self.clock.now + HOP_MS)
         said = ", ".join(f"P{p} {o}" for p, o in sorted(chosen.items())) or "nothing"
         if error is not None:

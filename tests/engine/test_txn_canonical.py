@@ -499,6 +499,21 @@ def test_B5_the_transactional_commit_is_checked_like_a_commit_member_and_generat
     assert clients.check_txn_commit("g", None, -1) is None
 
 
+def test_C1_rule_4_a_static_members_transactional_commit_is_checked_by_its_instance():
+    """kafka-eos-kraft §C.1 rule 4 applies to TxnOffsetCommit too: groupMetadata() carries the
+    group.instance.id, so an old process of a static member whose instance now maps to a newer
+    member id is FENCED_INSTANCE_ID, and an instance the group does not know is UNKNOWN_MEMBER_ID."""
+    from engine.consumers import Clients
+    from engine.offsets import Group
+
+    clients = Clients.__new__(Clients)
+    group = Group("g", generation=3, members={"c0-2"}, instances={"c0-host": "c0-2"})
+    clients.coordinator = type("C", (), {"groups": {"g": group}})()
+    assert clients.check_txn_commit("g", "c0-2", 3, "c0-host") is None
+    assert clients.check_txn_commit("g", "c0-1", 2, "c0-host") == "FENCED_INSTANCE_ID"
+    assert clients.check_txn_commit("g", None, -1, "other-host") == "UNKNOWN_MEMBER_ID"
+
+
 def test_B5_a_stale_generation_is_fenced_and_the_application_must_abort():
     """§E.B B5, last case: C1 stalls past max.poll.interval.ms, the group moves to the next
     generation with C2 owning p0; C1's producer then sends offsets with its old generation:
