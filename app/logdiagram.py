@@ -35,8 +35,10 @@ from typing import Any
 from app import diagram as dg
 from app import eos, formats
 from app.state import format_value
+from engine.clients_spec import ConsumerConfig
 from engine.segments import LogConfig
 
+AUTO_COMMIT_DEFAULT = ConsumerConfig.enable_auto_commit  # the engine's (Kafka's) default
 KEY_TEXT_CHARS = 5
 RECEIVED_SHOWN = 8  # records listed per consumer in the consumers box; more are counted
 CONSUMER_GLYPH = {"running": "●", "joining": "◌", "crashed": "✖", "closed": "■", "idle": "○"}
@@ -756,7 +758,7 @@ def diagram(
         "counters": counters,
         "keyed": any(a.get("key") is not None for a in scenario.get("actions") or []),
         "commits": (any(a.get("do") == "commit" for a in scenario.get("actions") or [])
-                    or any(c.get("group.id") and c.get("enable.auto.commit", True)
+                    or any(c.get("group.id") and c.get("enable.auto.commit", AUTO_COMMIT_DEFAULT)
                            for c in scenario.get("consumers") or [])),
     }
     out["summary"] = summary_sentence(timeline, states, topic)

@@ -26,6 +26,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from app import eos, ledger
 from app.formats import clock, sim_time
+from engine.clients_spec import ConsumerConfig
 from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
 from scenes.glossary import Term, glossary
@@ -1845,7 +1846,8 @@ def _shared_group(result: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 def _strategy(result: dict[str, Any]) -> str | None:
     for c in (result.get("scenario") or {}).get("consumers") or []:
         if c.get("group.id"):
-            return ", ".join(c.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+            listed = c.get("partition.assignment.strategy") or ConsumerConfig.partition_assignment_strategy
+            return ", ".join(listed)
     return None
 
 
@@ -1919,8 +1921,8 @@ def live_member_timers(result: dict[str, Any]) -> str | None:
     consumers, _groups = _clients(result)
     specs = (result.get("scenario") or {}).get("consumers") or []
     spec = next((c for c in specs if c.get("group.id") == gid), {})
-    session = int(spec.get("session.timeout.ms", 45000))
-    poll = int(spec.get("max.poll.interval.ms", 300000))
+    session = int(spec.get("session.timeout.ms", ConsumerConfig.session_timeout_ms))  # the engine's defaults
+    poll = int(spec.get("max.poll.interval.ms", ConsumerConfig.max_poll_interval_ms))
     now = int((result.get("view") or {}).get("t_ms", 0))
     notes = []
     for s in _steps_so_far(result):
