@@ -39,6 +39,7 @@ Each judge returns (met, sentence): the sentence says what the run did, in the e
 
 from __future__ import annotations
 
+import collections
 import itertools
 from typing import Any
 
@@ -384,12 +385,15 @@ def duplicate_then_dedupe(timeline: Any) -> tuple[bool, str]:
     with its number of copies); its second part: the leader recognised a batch sent again after it
     was written, and no record is there twice. Each run is judged on its own (the page keeps no
     memory of earlier runs), so the sentence names the beat to start from."""
-    dups = eos.duplicates(logdiagram.partition_views(timeline.view))
+    snaps = logdiagram.partition_views(timeline.view)
+    dups = eos.duplicates(snaps)
     steps = timeline.steps[: timeline.step]
     if dups:
-        copies: dict[str, int] = {}
-        for _step, record in _appends(steps).values():
-            copies[record] = copies.get(record, 0) + 1
+        # how many copies: counted in the logs the ledger counted (each leader's log at this step)
+        copies = collections.Counter(
+            str(e["record"]) for p, snap in enumerate(snaps)
+            for e in logdiagram.partition_state(snap, p)["log"]
+            if e.get("record") is not None and not e.get("control"))
         by_count: dict[int, list[str]] = {}
         for r in dups:
             by_count.setdefault(copies.get(r, 2), []).append(r)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import formats
-from engine.clients_spec import ConsumerConfig
+from engine.clients_spec import ConsumerConfig, assignor_short_name
 
 GROUP_STATE_SHORT = {"PreparingRebalance": "preparing", "CompletingRebalance": "completing"}
 DOWN_SHORT = {"revoked": "revoked, waiting", "unassigned": "no partitions", "stalled": "busy, no poll()"}
@@ -400,8 +400,9 @@ def run_title(scenario: dict[str, Any]) -> str:
     """The title over the main run of a comparison: what its consumers are configured with."""
     group = shared_groups(scenario)[0]
     spec = next(c for c in scenario.get("consumers") or [] if c.get("group.id") == group)
-    listed = list(spec.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
-    # the protocol every listed assignor supports (only cooperative-sticky supports cooperative)
-    protocol = "cooperative" if all(a == "cooperative-sticky" for a in listed) else "eager"
+    listed = tuple(spec.get("partition.assignment.strategy") or ConsumerConfig.partition_assignment_strategy)
+    # the protocol every listed assignor supports: the engine's rule (ConsumerConfig.rebalance_protocol)
+    short = tuple(assignor_short_name(a) or a for a in listed)
+    protocol = ConsumerConfig(id="run", partition_assignment_strategy=short).rebalance_protocol
     static = " · static members" if spec.get("group.instance.id") else ""
     return f"This run: [{', '.join(listed)}] = {protocol}{static}"

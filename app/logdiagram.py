@@ -35,7 +35,10 @@ from typing import Any
 from app import diagram as dg
 from app import eos, formats
 from app.state import format_value
+from engine.clients_spec import ConsumerConfig
+from engine.segments import LogConfig
 
+AUTO_COMMIT_DEFAULT = ConsumerConfig.enable_auto_commit  # the engine's (Kafka's) default
 KEY_TEXT_CHARS = 5
 RECEIVED_SHOWN = 8  # records listed per consumer in the consumers box; more are counted
 CONSUMER_GLYPH = {"running": "●", "joining": "◌", "crashed": "✖", "closed": "■", "idle": "○"}
@@ -676,7 +679,8 @@ def diagram(
     view = timeline.view
     snaps = partition_views(view)
     states = [partition_state(s, i) for i, s in enumerate(snaps)]
-    compacted = "compact" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete"))
+    log_config = LogConfig.from_topic(scenario.get("topic") or {})  # the engine's defaults and policy
+    compacted = log_config.compact
     horizons = horizons_so_far(timeline.steps[: timeline.step]) if compacted else {}
     for st in states:
         st["compacted"], st["horizons"] = compacted, horizons
@@ -706,8 +710,7 @@ def diagram(
         "timers": [],
     }
     if compacted:  # scene 05a: the cleaner's last decision, so a check that cleans nothing shows
-        ratio_min = (scenario.get("topic") or {}).get("min.cleanable.dirty.ratio", 0.5)
-        model["brokers"].append(cleaner_badge(steps, ratio_min))
+        model["brokers"].append(cleaner_badge(steps, log_config.min_cleanable_dirty_ratio))
     if counters and model["consumers"] is not None:  # scene 08: what a read_committed reader is doing now
         model["consumers"]["lines"] = model["consumers"]["lines"] + _reader_now(steps, snaps)
     if counters:  # scene 08: the producer's id, epoch and sequences, and what each leader remembers
@@ -746,7 +749,7 @@ def diagram(
         # scene 05a: tombstones, the cleaner's gaps and sections; whether retention can move the
         # log start (a compact-only topic never deletes whole segments)
         "compacted": compacted,
-        "retention": "delete" in str((scenario.get("topic") or {}).get("cleanup.policy", "delete")),
+        "retention": log_config.delete,
         "several": several,
         "readers": readers,
         # scene 08's legend entries: transactions, the counters; keys and commits only when drawn
@@ -755,7 +758,7 @@ def diagram(
         "counters": counters,
         "keyed": any(a.get("key") is not None for a in scenario.get("actions") or []),
         "commits": (any(a.get("do") == "commit" for a in scenario.get("actions") or [])
-                    or any(c.get("enable.auto.commit", True) and c.get("group.id")
+                    or any(c.get("group.id") and c.get("enable.auto.commit", AUTO_COMMIT_DEFAULT)
                            for c in scenario.get("consumers") or [])),
     }
     out["summary"] = summary_sentence(timeline, states, topic)

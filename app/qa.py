@@ -26,6 +26,7 @@ from bm25s.stopwords import STOPWORDS_EN
 
 from app import eos, ledger
 from app.formats import clock, sim_time
+from engine.clients_spec import ConsumerConfig
 from engine.profiles import DEFAULT_VERSION, PROFILES, Profile
 from scenes import QA, all_qa
 from scenes.glossary import Term, glossary
@@ -1603,11 +1604,18 @@ def _compacted_partition(result: dict[str, Any]) -> dict[str, Any] | None:
     return states[0] if len(states) == 1 else None
 
 
-def _entry_text(entry: dict[str, Any]) -> str:
-    from app.logdiagram import TOMBSTONE_TEXT, is_tombstone
+Answer = Callable[[dict[str, Any]], str | None]
 
-    value = TOMBSTONE_TEXT if is_tombstone(entry) else str(entry.get("record"))
-    return f"{entry.get('key')}={value}"
+
+def _on_compacted_partition(answer: Callable[[dict[str, Any], dict[str, Any]], str | None]) -> Answer:
+    """A live answer about the compacted partition at this step: None when the run has not exactly one."""
+
+    @functools.wraps(answer)
+    def live(result: dict[str, Any]) -> str | None:
+        st = _compacted_partition(result)
+        return None if st is None else answer(result, st)
+
+    return live
 
 
 def _kept_entries(st: dict[str, Any]) -> list[dict[str, Any]]:
@@ -1618,10 +1626,8 @@ def _cleaner_steps(result: dict[str, Any]) -> list[dict[str, Any]]:
     return [s for s in _steps_so_far(result) if str(s.get("kind", "")).startswith("cleaner_")]
 
 
-def live_keys_in_log(result: dict[str, Any]) -> str | None:
-    st = _compacted_partition(result)
-    if st is None:
-        return None
+@_on_compacted_partition
+def live_keys_in_log(result: dict[str, Any], st: dict[str, Any]) -> str | None:
     entries = [e for e in _kept_entries(st) if e.get("key") is not None]
     if not entries:
         return "At this step the partition holds no keyed record yet."
@@ -1637,9 +1643,9 @@ def live_keys_in_log(result: dict[str, Any]) -> str | None:
     return text + ": exactly one per key right now, which will last only until a key is written again."
 
 
-def live_dirty_ratio(result: dict[str, Any]) -> str | None:
-    st = _compacted_partition(result)
-    if st is None or not st["segments"]:
+@_on_compacted_partition
+def live_dirty_ratio(result: dict[str, Any], st: dict[str, Any]) -> str | None:
+    if not st["segments"]:
         return None
     active = int(st["segments"][-1]["base_offset"])
     point = st.get("cleaner_point")
@@ -1657,12 +1663,10 @@ def live_dirty_ratio(result: dict[str, Any]) -> str | None:
             f"{ratio:.2f}, {verdict}; now {where}.")
 
 
-def live_tombstones(result: dict[str, Any]) -> str | None:
+@_on_compacted_partition
+def live_tombstones(result: dict[str, Any], st: dict[str, Any]) -> str | None:
     from app.logdiagram import horizons_so_far, is_tombstone
 
-    st = _compacted_partition(result)
-    if st is None:
-        return None
     horizons = horizons_so_far(_steps_so_far(result))
     here = [e for e in _kept_entries(st) if is_tombstone(e)]
     gone = [int(o) for s in _cleaner_steps(result) if s.get("kind") == "cleaner_tombstone_expired"
@@ -1698,12 +1702,10 @@ def live_readers_vs_tombstones(result: dict[str, Any]) -> str | None:
     return "In your run " + said.rstrip(".") + "."
 
 
-def live_log_gaps(result: dict[str, Any]) -> str | None:
+@_on_compacted_partition
+def live_log_gaps(result: dict[str, Any], st: dict[str, Any]) -> str | None:
     from app.logdiagram import cleaned_runs
 
-    st = _compacted_partition(result)
-    if st is None:
-        return None
     runs = cleaned_runs(st)
     point = st.get("cleaner_point")
     where = (f"; the clean section ends at the cleaner point, {point}, and the dirty section runs from there "
@@ -1718,12 +1720,10 @@ def live_log_gaps(result: dict[str, Any]) -> str | None:
             f"{', '.join(spans[:5])}: a fetch there returns the next record left{where}.")
 
 
-def live_table(result: dict[str, Any]) -> str | None:
+@_on_compacted_partition
+def live_table(result: dict[str, Any], st: dict[str, Any]) -> str | None:
     from app.logdiagram import is_tombstone
 
-    st = _compacted_partition(result)
-    if st is None:
-        return None
     table: dict[str, str] = {}
     entries = [e for e in _kept_entries(st) if e.get("key") is not None and int(e["offset"]) < st["hw"]]
     for e in entries:
@@ -1842,10 +1842,22 @@ def _shared_group(result: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     return shared[0], groups.get(shared[0]) or {}
 
 
+def _on_shared_group(answer: Callable[[dict[str, Any], str, dict[str, Any]], str | None]) -> Answer:
+    """A live answer about the group several consumers share, at this step: None when none is shared."""
+
+    @functools.wraps(answer)
+    def live(result: dict[str, Any]) -> str | None:
+        found = _shared_group(result)
+        return None if found is None else answer(result, *found)
+
+    return live
+
+
 def _strategy(result: dict[str, Any]) -> str | None:
     for c in (result.get("scenario") or {}).get("consumers") or []:
         if c.get("group.id"):
-            return ", ".join(c.get("partition.assignment.strategy") or ["range", "cooperative-sticky"])
+            listed = c.get("partition.assignment.strategy") or ConsumerConfig.partition_assignment_strategy
+            return ", ".join(listed)
     return None
 
 
@@ -1854,11 +1866,8 @@ def _assignment_text(assignment: dict[str, Any]) -> str:
                      for m, ps in sorted(assignment.items()))
 
 
-def live_group_protocol(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
-    gid, g = found
+@_on_shared_group
+def live_group_protocol(result: dict[str, Any], gid: str, g: dict[str, Any]) -> str | None:
     strategy = _strategy(result)
     listed = f"Your consumers list [{strategy}]; " if strategy else ""
     if not g.get("protocol") or not g.get("history"):
@@ -1872,11 +1881,8 @@ def live_group_protocol(result: dict[str, Any]) -> str | None:
             "voted for.")
 
 
-def live_generations(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
-    gid, g = found
+@_on_shared_group
+def live_generations(result: dict[str, Any], gid: str, g: dict[str, Any]) -> str | None:
     history = g.get("history") or []
     if not history:
         state = g.get("state") or "not formed"
@@ -1888,11 +1894,8 @@ def live_generations(result: dict[str, Any]) -> str | None:
             f"rebalance{'s' if n != 1 else ''}: {said}.")
 
 
-def live_group_leader(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
-    gid, g = found
+@_on_shared_group
+def live_group_leader(result: dict[str, Any], gid: str, g: dict[str, Any]) -> str | None:
     history = g.get("history") or []
     if not history or not g.get("leader"):
         return f"Group {gid} has no leader yet at this step: no join phase has completed."
@@ -1911,16 +1914,13 @@ def _stall_ms(step: dict[str, Any]) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def live_member_timers(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
-    gid, _g = found
+@_on_shared_group
+def live_member_timers(result: dict[str, Any], gid: str, _g: dict[str, Any]) -> str | None:
     consumers, _groups = _clients(result)
     specs = (result.get("scenario") or {}).get("consumers") or []
     spec = next((c for c in specs if c.get("group.id") == gid), {})
-    session = int(spec.get("session.timeout.ms", 45000))
-    poll = int(spec.get("max.poll.interval.ms", 300000))
+    session = int(spec.get("session.timeout.ms", ConsumerConfig.session_timeout_ms))  # the engine's defaults
+    poll = int(spec.get("max.poll.interval.ms", ConsumerConfig.max_poll_interval_ms))
     now = int((result.get("view") or {}).get("t_ms", 0))
     notes = []
     for s in _steps_so_far(result):
@@ -1942,10 +1942,8 @@ def live_member_timers(result: dict[str, Any]) -> str | None:
     return f"{head}; " + "; ".join(notes[-3:]) + "."
 
 
-def live_commits(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
+@_on_shared_group
+def live_commits(result: dict[str, Any], _gid: str, _g: dict[str, Any]) -> str | None:
     done = []
     for s in _steps_so_far(result):
         if s.get("kind") == "consumer_commit":
@@ -1958,11 +1956,8 @@ def live_commits(result: dict[str, Any]) -> str | None:
     return "In your run " + "; ".join(done[-3:]) + "."
 
 
-def live_downtime(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
-    gid, g = found
+@_on_shared_group
+def live_downtime(result: dict[str, Any], gid: str, g: dict[str, Any]) -> str | None:
     consumers, _groups = _clients(result)
     revoked: dict[str, dict[str, Any]] = {}
     for s in _steps_so_far(result):
@@ -1990,11 +1985,8 @@ def live_downtime(result: dict[str, Any]) -> str | None:
     return text + f". Group {gid} is {g.get('state') or 'not formed'}."
 
 
-def live_assignment_changes(result: dict[str, Any]) -> str | None:
-    found = _shared_group(result)
-    if found is None:
-        return None
-    gid, g = found
+@_on_shared_group
+def live_assignment_changes(result: dict[str, Any], gid: str, g: dict[str, Any]) -> str | None:
     history = g.get("history") or []
     if len(history) < 2:
         first = history[0] if history else None

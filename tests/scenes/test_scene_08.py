@@ -253,7 +253,9 @@ def test_challenge_counts_the_copies_and_names_beat_1():
 
     appends = [{"i": k + 1, "kind": "leader_append", "partition": 0, "offsets": [5 * k, 5 * k + 4],
                 "records": ABCDE} for k in range(3)]
-    timeline = SimpleNamespace(steps=appends, step=3, view={"ledger": {"duplicates": ABCDE}}, scenario={})
+    log = [{"offset": 5 * k + j, "record": r} for k in range(3) for j, r in enumerate(ABCDE)]
+    view = {"ledger": {"duplicates": ABCDE}, "partition": {"leader": 0}, "brokers": {"0": {"log": log}}}
+    timeline = SimpleNamespace(steps=appends, step=3, view=view, scenario={})
     met, said = challenges.judge("duplicate_then_dedupe", timeline)
     assert met and "a, b, c, d, e three times" in said and "beat 1" in said
     empty = SimpleNamespace(steps=[], step=0, view={}, scenario={})

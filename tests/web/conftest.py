@@ -14,8 +14,11 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette 1.x warns that its TestClient wants httpx2
     from fastapi.testclient import TestClient
 
+import scenes
 from app.main import create_app
 from app.settings import Settings
+from app.simulation import Simulator, build_timeline
+from app.state import parse_state
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +33,19 @@ def client(app):
 
 
 HTMX = {"HX-Request": "true"}
+
+# one engine cache for the modules that build a beat's timeline directly (no route in between)
+SIM = Simulator(32)
+
+
+def beat_timeline(scene_id: str, beat: str, step: int | None = None, **knobs: str):
+    """(scene, timeline) of a beat at `step` (its last step when None), with knob overrides, as the
+    scene page builds it from its URL."""
+    scene = scenes.load_scene(scene_id)
+    pairs = [("beat", beat)] + list(knobs.items()) + ([("step", str(step))] if step is not None else [])
+    state, _ = parse_state(scene, pairs, Settings())
+    timeline, state = build_timeline(SIM, scene, state)
+    return scene, timeline
 
 
 class _Forms(HTMLParser):

@@ -8,22 +8,10 @@ from __future__ import annotations
 import re
 from html import unescape
 
-import scenes
 from app import frames, presenters
-from app.settings import Settings
-from app.simulation import Simulator, build_timeline
-from app.state import parse_state
-from tests.web.conftest import HTMX
+from tests.web.conftest import HTMX, SIM, beat_timeline
 
-SIM = Simulator(32)
-
-
-def timeline_of(scene_id: str, beat: str, step: int | None = None, **knobs: str):
-    scene = scenes.load_scene(scene_id)
-    pairs = [("beat", beat)] + list(knobs.items()) + ([("step", str(step))] if step is not None else [])
-    state, _ = parse_state(scene, pairs, Settings())
-    timeline, state = build_timeline(SIM, scene, state)
-    return scene, timeline
+timeline_of = beat_timeline
 
 
 def stops_of(scene_id: str, beat: str, **knobs: str) -> list[frames.Stop]:

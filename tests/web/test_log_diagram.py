@@ -11,17 +11,13 @@ import pytest
 import scenes
 from app import presenters
 from app.settings import Settings
-from app.simulation import Simulator, build_timeline
+from app.simulation import build_timeline
 from app.state import parse_state
-
-SIM = Simulator(32)
+from tests.web.conftest import SIM, beat_timeline
 
 
 def drawn(scene_id: str, beat: str, step: int | None = None, **knobs: str):
-    scene = scenes.load_scene(scene_id)
-    pairs = [("beat", beat)] + list(knobs.items()) + ([("step", str(step))] if step is not None else [])
-    state, _ = parse_state(scene, pairs, Settings())
-    timeline, state = build_timeline(SIM, scene, state)
+    _scene, timeline = beat_timeline(scene_id, beat, step, **knobs)
     return presenters.diagram(timeline, timeline.scenario), timeline
 
 
