@@ -384,6 +384,7 @@ class Clients:
                 f"{cid}'s application is busy for {ms} ms: no poll(); its heartbeat thread keeps "
                 f"running (max.poll.interval.ms={c.spec.max_poll_interval_ms})",
                 consumer=cid,
+                ms=ms,
             )
             if c.mode == "subscribe":
                 self._watch_poll_timer(c)
