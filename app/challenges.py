@@ -314,38 +314,26 @@ def hot_partition(timeline: Any) -> tuple[bool, str]:
 # miss_delete (scene 05a): a reader read past a tombstone that the cleaner removed first
 
 
-def keys_by_offset(timeline: Any) -> dict[tuple[int, int], str | None]:
-    """(partition, offset) -> the key of the record the producer was told is there: each produce
-    action's key, with the offsets its result reports (a lookup table; what happened by the
-    current step is read from the steps)."""
-    actions = [a for a in timeline.scenario.get("actions", []) if a.get("do") == "produce"]
-    out: dict[tuple[int, int], str | None] = {}
-    for action, done in zip(actions, timeline.result.get("produce") or [], strict=False):
-        for offset in done.get("offsets") or []:
-            out[(int(done.get("partition") or 0), int(offset))] = action.get("key")
-    return out
-
-
-def _tombstones_so_far(steps: list[dict[str, Any]],
-                       key_of: dict[tuple[int, int], str | None]) -> dict[tuple[int, int], str]:
-    """(partition, offset) -> key of every tombstone a leader appended in the steps so far."""
-    out: dict[tuple[int, int], str] = {}
+def _appended_so_far(steps: list[dict[str, Any]]) -> tuple[dict[tuple[int, int], str | None],
+                                                           dict[tuple[int, int], str]]:
+    """From the leaders' append steps so far (each carries its produce's key): (partition, offset)
+    -> key of every record, and -> key of every tombstone (a null value)."""
+    key_of: dict[tuple[int, int], str | None] = {}
+    tombstones: dict[tuple[int, int], str] = {}
     for s in steps:
         if s.get("kind") != "leader_append":
             continue
-        first = int((s.get("offsets") or [0])[0])
-        partition = int(s.get("partition") or 0)
+        first, partition, key = int((s.get("offsets") or [0])[0]), int(s.get("partition") or 0), s.get("key")
         for k, rec in enumerate(s.get("records") or []):
-            key = key_of.get((partition, first + k))
+            key_of[(partition, first + k)] = key
             if rec is None and key is not None:
-                out[(partition, first + k)] = key
-    return out
+                tombstones[(partition, first + k)] = key
+    return key_of, tombstones
 
 
 def miss_delete(timeline: Any) -> tuple[bool, str]:
     steps = timeline.steps[: timeline.step]
-    key_of = keys_by_offset(timeline)
-    tombstones = _tombstones_so_far(steps, key_of)
+    key_of, tombstones = _appended_so_far(steps)
     if not tombstones:
         return False, "no key has been deleted yet: no tombstone is in the log."
     received = logdiagram.received_so_far(steps)

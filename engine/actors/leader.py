@@ -243,6 +243,7 @@ class LeaderRole:
                     text,
                     broker=bid,
                     records=batch.records,
+                    key=batch.key,  # one key per produce: a reader of the steps needs no lookup table
                     offsets=[first, last],
                 )
             self._wake_parked_fetches(br)
