@@ -37,6 +37,7 @@ from app import eos, formats
 from app.state import format_value
 from engine.clients_spec import ConsumerConfig
 from engine.segments import LogConfig
+from engine.state import TOMBSTONE
 
 AUTO_COMMIT_DEFAULT = ConsumerConfig.enable_auto_commit  # the engine's (Kafka's) default
 KEY_TEXT_CHARS = 5
@@ -523,7 +524,7 @@ def _deleted_model(st: dict[str, Any]) -> dict[str, Any] | None:
 # ----------------------------------------------------------------------------------------------
 # compaction (scene 05a): tombstones, the offsets a cleaning pass removed, the cleaner point
 
-TOMBSTONE_TEXT = "∅"
+TOMBSTONE_TEXT = TOMBSTONE  # the engine's own sign for a tombstone, as its captions write it
 
 
 def is_tombstone(entry: dict[str, Any]) -> bool:

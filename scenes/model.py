@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from engine.scenario import TXN_ACTIONS  # the calls of Kafka's transactional producer API
+
 KnobValue = str | int | bool | float
 
 # The dotted paths a knob may set. The first segment names the scenario section; the rest is the
@@ -494,9 +496,6 @@ class Scene(_Strict):
         return transactions_as_configured(scenario)
 
 
-# the calls of Kafka's transactional producer API (contract part 2)
-TRANSACTION_CALLS = ("init_transactions", "begin_transaction", "commit_transaction", "abort_transaction",
-                     "send_offsets_to_transaction")
 
 
 def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:
@@ -510,7 +509,7 @@ def transactions_as_configured(scenario: dict[str, Any]) -> dict[str, Any]:
         return scenario
     transactional = {p.get("id") for p in producers if p.get("transactional.id") is not None}
     scenario["actions"] = [a for a in scenario.get("actions") or []
-                           if a.get("do") not in TRANSACTION_CALLS or a.get("producer") in transactional]
+                           if a.get("do") not in TXN_ACTIONS or a.get("producer") in transactional]
     return scenario
 
 
