@@ -182,16 +182,6 @@ def cleanable_offsets(log: SegmentedLog, now_ms: int) -> Cleanable:
     return Cleanable(first_dirty, first_uncleanable, clean_bytes, cleanable_bytes, limit, delay)
 
 
-def filthiest(candidates: Mapping[str, tuple[Cleanable, LogConfig]]) -> str | None:
-    """`grabFilthiestCompactedLog`: among the eligible logs, the one with the highest ratio (the
-    first of equal ones), or None when none is eligible."""
-    best: str | None = None
-    for name, (c, config) in candidates.items():
-        if c.eligible(config) and (best is None or c.ratio > candidates[best][0].ratio):
-            best = name
-    return best
-
-
 def next_cleanable_ms(log: SegmentedLog, now_ms: int) -> int | None:
     """The earliest time at or after `now_ms` a check would clean this log if nothing were
     appended meanwhile, or None for never. Without appends, only time changes the answer:

@@ -472,24 +472,6 @@ def test_invariants_over_random_compaction_schedules(seed):
         assert present.get(o) == (k, v), f"{k}'s latest value at {o} must survive"
 
 
-def test_D3_among_eligible_logs_the_filthiest_goes_first():
-    """LCM 212-220: logs above the threshold (or overdue with cleanable bytes) are candidates, and
-    the one with the highest ratio is cleaned first; a log at exactly the threshold is not one."""
-    from engine.compaction import Cleanable, filthiest
-    from engine.segments import LogConfig
-
-    cfg = LogConfig(cleanup_policy="compact")
-    logs = {
-        "half": (Cleanable(8, 12, 400, 400, "the active segment", 0), cfg),
-        "two thirds": (Cleanable(8, 16, 400, 800, "the active segment", 0), cfg),
-        "overdue": (Cleanable(8, 12, 900, 100, "the active segment", 5), cfg),
-        "new": (Cleanable(0, 0, 0, 0, "the active segment", 0), cfg),
-    }
-    assert filthiest(logs) == "two thirds"
-    assert filthiest({k: logs[k] for k in ("half", "overdue")}) == "overdue"
-    assert filthiest({k: logs[k] for k in ("half", "new")}) is None
-
-
 def test_D4_a_rewritten_batch_keeps_its_base_and_last_offsets():
     """MR 296-300 (§D.4): a batch that loses records keeps the original base and last offsets (the
     last sequence survives); its records keep their offsets, so the batch has gaps."""
