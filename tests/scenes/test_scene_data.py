@@ -221,3 +221,12 @@ def test_elr_knob_is_left_to_the_version_default_outside_4x(s05):
             engine.validate(sc)
     sc = s05.scenario_for("elr-recovers", all_knobs)
     assert sc["controller"]["eligible.leader.replicas.version"] == 1
+
+
+def test_the_scene_model_knows_a_transactional_call_as_the_engine_does():
+    """scenes/model.py drops transactional calls for a producer without a transactional.id; it tells
+    them by name because it may not import the engine, so the name rule must pick exactly the
+    engine's TXN_ACTIONS out of every action the contract has."""
+    from engine.scenario import _ACTION_TAGS, TXN_ACTIONS
+    from scenes.model import is_transactional_call
+    assert {do for do in _ACTION_TAGS if is_transactional_call({"do": do})} == set(TXN_ACTIONS)
