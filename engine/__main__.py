@@ -1,4 +1,5 @@
-"""Command line: `python -m engine run SCENARIO.json|- [--steps] [--at-step N]`.
+"""Command line: `python -m engine run SCENARIO.json|- [--steps] [--at-step N]` and
+`python -m engine schema` (the scenario's JSON Schema).
 
 Prints the result JSON on stdout and exits 0; an invalid scenario prints the error object and
 exits 2. Input is read with a size cap so a hostile file cannot exhaust memory.
@@ -12,6 +13,7 @@ import sys
 
 from . import simulate
 from .scenario import ScenarioError, parse_json_text, problem
+from .schema import FORMAT_PAGE, scenario_json_schema
 
 MAX_INPUT_BYTES = 1_000_000
 
@@ -34,14 +36,26 @@ def _read(path: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m engine", description="Run a Build Kafka scenario.")
+    epilog = (f"The scenario format (every field, action and result field, with examples) is "
+              f"{FORMAT_PAGE} in the repository, also served by the app at /docs/scenario-format.")
+    parser = argparse.ArgumentParser(prog="python -m engine", description="Run a Build Kafka scenario.",
+                                     epilog=epilog)
     sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="simulate a scenario and print the result JSON")
+    run = sub.add_parser("run", help="simulate a scenario and print the result JSON", epilog=epilog,
+                         description="Simulate one scenario. Exit 0 with the result JSON on stdout; "
+                                     "exit 2 with an error object listing each problem and where it is.")
     run.add_argument("scenario", help="path to a scenario JSON file, or - for standard input")
     run.add_argument("--steps", action="store_true", help="include every engine step in the result")
     run.add_argument("--at-step", type=int, default=None, help="also print the state after N steps as 'view'")
     run.add_argument("--indent", type=int, default=None, help="pretty-print with this indent")
+    schema = sub.add_parser("schema", help="print the scenario's JSON Schema", epilog=epilog,
+                            description="Print the JSON Schema (draft 2020-12) of a scenario document, "
+                                        "generated from the models the engine validates with.")
+    schema.add_argument("--indent", type=int, default=2, help="indent (default 2; 0 for one line)")
     args = parser.parse_args(argv)
+    if args.command == "schema":
+        print(json.dumps(scenario_json_schema(), indent=args.indent or None))
+        return 0
     try:
         scenario = parse_json_text(_read(args.scenario))
         result = simulate(scenario, steps=args.steps, at_step=args.at_step)
