@@ -132,8 +132,10 @@ def test_every_action_has_an_example(page: str) -> None:
 def test_first_example_file_is_the_first_scenario_on_the_page(page: str) -> None:
     first = json.loads(_SCENARIO_BLOCK.findall(page)[0])
     assert first == json.loads((PAGE.parent / "examples" / "first.json").read_text(encoding="utf-8"))
-    with pytest.raises(engine.ScenarioError):
+    with pytest.raises(engine.ScenarioError) as caught:
         engine.validate(json.loads((PAGE.parent / "examples" / "invalid.json").read_text(encoding="utf-8")))
+    shown = [json.loads(b) for b in re.findall(r"```json\n(.*?)\n```", page, re.S) if "invalid_scenario" in b]
+    assert shown == [caught.value.to_json()], "the page's error example is not what invalid.json gives"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,3 +288,18 @@ def test_result_paths_use_placeholders_and_one_snapshot_shape() -> None:
     assert "final.brokers.{broker}.leo" in paths
     assert "partitions[].final" in paths and "view" in paths
     assert not any(p.startswith(("view.", "partitions[].final.")) for p in paths)
+
+
+def test_command_line_prints_checks_and_writes_the_tables(page: str, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.__main__ import main
+
+    assert main(["schema", "--tables"]) == 0
+    assert "<!-- generated: action-produce -->" in capsys.readouterr().out
+    assert main(["schema", "--check-docs", str(PAGE)]) == 0
+    stale = tmp_path / "page.md"
+    stale.write_text(page.replace("| `segment.ms` |", "| `segment.ms.old` |", 1), encoding="utf-8")
+    assert main(["schema", "--check-docs", str(stale)]) == 1
+    assert "--write-docs" in capsys.readouterr().err
+    assert main(["schema", "--write-docs", str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == page
