@@ -1,5 +1,7 @@
-"""Command line: `python -m engine run SCENARIO.json|- [--steps] [--at-step N]` and
-`python -m engine schema` (the scenario's JSON Schema).
+"""Command line: `python -m engine run SCENARIO.json|- [--steps] [--at-step N]`,
+`python -m engine schema` (the scenario's JSON Schema) and `python -m engine schema --tables`
+(the format page's field tables; `--write-docs PAGE` rewrites them in place, `--check-docs PAGE`
+exits 1 when they are stale).
 
 Prints the result JSON on stdout and exits 0; an invalid scenario prints the error object and
 exits 2. Input is read with a size cap so a hostile file cannot exhaust memory.
@@ -13,7 +15,7 @@ import sys
 
 from . import simulate
 from .scenario import ScenarioError, parse_json_text, problem
-from .schema import FORMAT_PAGE, scenario_json_schema
+from .schema import FORMAT_PAGE, fill_generated, scenario_json_schema, stale_blocks, tables_text
 
 MAX_INPUT_BYTES = 1_000_000
 
@@ -35,6 +37,34 @@ def _read(path: str) -> str:
         raise problem("$", "the scenario is not UTF-8 text") from None
 
 
+def _schema(args: argparse.Namespace) -> int:
+    if args.tables:
+        sys.stdout.write(tables_text())
+        return 0
+    page = args.write_docs or args.check_docs
+    if page is None:
+        print(json.dumps(scenario_json_schema(), indent=args.indent or None))
+        return 0
+    try:
+        with open(page, encoding="utf-8") as fh:
+            text = fh.read()
+        new = fill_generated(text)
+    except (OSError, ValueError) as exc:
+        print(f"{page}: {exc}", file=sys.stderr)
+        return 2
+    if args.check_docs:
+        stale = stale_blocks(text)
+        if stale:
+            print(f"{page}: generated blocks out of date: {', '.join(stale)}; run "
+                  f"python -m engine schema --write-docs {page}", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        with open(page, "w", encoding="utf-8") as fh:
+            fh.write(new)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     epilog = (f"The scenario format (every field, action and result field, with examples) is "
               f"{FORMAT_PAGE} in the repository, also served by the app at /docs/scenario-format.")
@@ -52,10 +82,16 @@ def main(argv: list[str] | None = None) -> int:
                             description="Print the JSON Schema (draft 2020-12) of a scenario document, "
                                         "generated from the models the engine validates with.")
     schema.add_argument("--indent", type=int, default=2, help="indent (default 2; 0 for one line)")
+    what = schema.add_mutually_exclusive_group()
+    what.add_argument("--tables", action="store_true",
+                      help="print the format page's generated field tables (Markdown) instead")
+    what.add_argument("--write-docs", metavar="PAGE",
+                      help="rewrite the generated blocks of PAGE (docs/scenario-format.md) in place")
+    what.add_argument("--check-docs", metavar="PAGE",
+                      help="exit 1 and name the blocks of PAGE that differ from the models")
     args = parser.parse_args(argv)
     if args.command == "schema":
-        print(json.dumps(scenario_json_schema(), indent=args.indent or None))
-        return 0
+        return _schema(args)
     try:
         scenario = parse_json_text(_read(args.scenario))
         result = simulate(scenario, steps=args.steps, at_step=args.at_step)

@@ -21,6 +21,7 @@ from .clients_spec import (
     DEFAULT_PRODUCER_ID,
     DEFAULT_TOPIC,
     MAX_IN_FLIGHT_IDEMPOTENT,
+    RETRY_BACKOFF_MAX_MS,
     ConsumerConfig,
     ProducerConfig,
     Timing,
@@ -129,82 +130,239 @@ KafkaName = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class BrokerSpec(_Strict):
-    id: Annotated[int, Field(ge=0, le=MAX_BROKER_ID)]
-    rack: Annotated[str, Field(min_length=1, max_length=32)] | None = None
+    """One broker of the cluster."""
+
+    id: Annotated[int, Field(ge=0, le=MAX_BROKER_ID)] = Field(
+        description="The broker's node id (`node.id`); steps and results name the broker by it.",
+        examples=[1],
+    )
+    rack: Annotated[str, Field(min_length=1, max_length=32)] | None = Field(
+        None,
+        description="The broker's rack (`broker.rack`): the striped placer spreads replicas over racks, "
+        "and `power_loss` can name a rack. null: no rack.",
+        examples=["a"],
+    )
     # not a Kafka config: extra time each fetch of this broker takes (a slow disk or link)
-    fetch_delay_ms: Annotated[int, Field(ge=0, le=60_000)] = 0
+    fetch_delay_ms: Annotated[int, Field(ge=0, le=60_000)] = Field(
+        0,
+        description="Not a Kafka config: every fetch this broker sends as a follower takes this many "
+        "milliseconds longer (a slow disk or link); the `slow` action changes it during a run.",
+    )
 
 
 class TopicSpec(_Strict):
-    replicas: list[Annotated[int, Field(ge=0, le=MAX_BROKER_ID)]] | None = None
+    """The scenario's one topic."""
+
+    replicas: list[Annotated[int, Field(ge=0, le=MAX_BROKER_ID)]] | None = Field(
+        None,
+        description="The broker ids holding partition 0, preferred leader first. Only for a topic of one "
+        "partition; null: the striped placer picks replication.factor brokers.",
+        examples=[[1, 2, 3]],
+    )
     replication_factor: Annotated[int, Field(ge=1, le=MAX_BROKERS)] | None = Field(
-        None, alias="replication.factor"
+        None,
+        alias="replication.factor",
+        description="How many replicas each partition has; must equal the length of `replicas` when both "
+        "are given. null: 3, or the broker count when there are fewer brokers.",
     )
-    partitions: Annotated[int, Field(ge=1, le=MAX_PARTITIONS)] = 1
+    partitions: Annotated[int, Field(ge=1, le=MAX_PARTITIONS)] = Field(
+        1,
+        description="How many partitions the topic starts with (numbered from 0); with more than one, give "
+        "replication.factor instead of replicas.",
+    )
     min_insync_replicas: Annotated[int, Field(ge=1, le=MAX_BROKERS + 1)] | None = Field(
-        None, alias="min.insync.replicas"
+        None,
+        alias="min.insync.replicas",
+        description="The fewest in-sync replicas an acks=all write needs; below it the leader answers "
+        "NOT_ENOUGH_REPLICAS. null: Kafka's default.",
     )
-    unclean_leader_election_enable: bool | None = Field(None, alias="unclean.leader.election.enable")
-    flush_messages: Annotated[int, Field(ge=1)] | None = Field(None, alias="flush.messages")
+    unclean_leader_election_enable: bool | None = Field(
+        None,
+        alias="unclean.leader.election.enable",
+        description="Whether the controller may elect a replica outside the ISR when no in-sync replica is "
+        "left (data loss for availability). null: the profile's default.",
+    )
+    flush_messages: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        alias="flush.messages",
+        description="The broker forces its log to disk after this many appended records; unflushed records "
+        "die with the page cache on a power loss. null: Kafka's default, never (the OS writes back).",
+    )
     quorum_required_acks: Annotated[int, Field(ge=1, le=MAX_BROKERS)] | None = Field(
-        None, alias="quorum.required.acks"
+        None,
+        alias="quorum.required.acks",
+        description="A proposal, not Kafka (KIP-250): an acks=all write completes once this many replicas "
+        "have it. null: off (Kafka's rule).",
     )
     # part 2: the topic's name and its log settings (segments.LogConfig holds the defaults)
-    name: Annotated[str, Field(max_length=300)] | None = None
-    cleanup_policy: Annotated[str, Field(max_length=40)] | None = Field(None, alias="cleanup.policy")
+    name: Annotated[str, Field(max_length=300)] | None = Field(
+        None,
+        description="The topic's name (Kafka's topic name rules apply). null: the default name.",
+        examples=["orders"],
+    )
+    cleanup_policy: Annotated[str, Field(max_length=40)] | None = Field(
+        None,
+        alias="cleanup.policy",
+        description='What happens to old segments: "delete" (retention), "compact" (keep the newest record '
+        'per key) or "compact,delete". null: Kafka\'s default.',
+        examples=["compact"],
+    )
     # 14 bytes (LegacyRecord.RECORD_OVERHEAD_V0) was Kafka's minimum before 4.0 raised it to 1 MiB;
     # smaller than the profile's minimum is accepted with a note (scenes scale sizes down)
-    segment_bytes: Annotated[int, Field(ge=14, le=INT_MAX)] | None = Field(None, alias="segment.bytes")
-    segment_ms: LongMs | None = Field(None, alias="segment.ms")
-    retention_ms: Annotated[int, Field(ge=-1, le=LONG_MAX)] | None = Field(None, alias="retention.ms")
-    retention_bytes: Annotated[int, Field(ge=-1, le=LONG_MAX)] | None = Field(None, alias="retention.bytes")
+    segment_bytes: Annotated[int, Field(ge=14, le=INT_MAX)] | None = Field(
+        None,
+        alias="segment.bytes",
+        description="The active segment rolls before an append would make it larger than this. Values "
+        "below the profile's minimum are accepted with a note in the result. null: Kafka's default.",
+    )
+    segment_ms: LongMs | None = Field(
+        None,
+        alias="segment.ms",
+        description="The active segment rolls once a batch's timestamp is this much newer than the "
+        "segment's first. null: Kafka's default.",
+    )
+    retention_ms: Annotated[int, Field(ge=-1, le=LONG_MAX)] | None = Field(
+        None,
+        alias="retention.ms",
+        description="A closed segment whose newest record is older than this is deleted (-1: never). "
+        "null: Kafka's default.",
+    )
+    retention_bytes: Annotated[int, Field(ge=-1, le=LONG_MAX)] | None = Field(
+        None,
+        alias="retention.bytes",
+        description="Oldest closed segments are deleted while the partition is larger than this (-1: no "
+        "size limit). null: Kafka's default.",
+    )
     min_cleanable_dirty_ratio: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None, alias="min.cleanable.dirty.ratio"
+        None,
+        alias="min.cleanable.dirty.ratio",
+        description="The log cleaner compacts a log once the dirty part is more than this share of it. "
+        "null: Kafka's default.",
     )
     delete_retention_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
-        None, alias="delete.retention.ms"
+        None,
+        alias="delete.retention.ms",
+        description="How long a tombstone survives after the cleaner first passes it. null: Kafka's default.",
     )
     min_compaction_lag_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
-        None, alias="min.compaction.lag.ms"
+        None,
+        alias="min.compaction.lag.ms",
+        description="A record younger than this is never compacted away. null: Kafka's default.",
     )
-    max_compaction_lag_ms: LongMs | None = Field(None, alias="max.compaction.lag.ms")
+    max_compaction_lag_ms: LongMs | None = Field(
+        None,
+        alias="max.compaction.lag.ms",
+        description="A dirty record older than this makes the log cleanable whatever the dirty ratio. "
+        "null: Kafka's default.",
+    )
 
 
 class ControllerSpec(_Strict):
+    """The KRaft controller's settings."""
+
     eligible_leader_replicas_version: Literal[0, 1] | None = Field(
-        None, alias="eligible.leader.replicas.version"
+        None,
+        alias="eligible.leader.replicas.version",
+        description="The feature level that switches eligible leader replicas (ELR, KIP-966) on (1) or "
+        "off (0). null: on where the profile has ELR (4.1), else off.",
     )
-    election: Literal["kafka", "largest_leo"] = "kafka"
-    auto_leader_rebalance_enable: bool = Field(True, alias="auto.leader.rebalance.enable")
+    election: Literal["kafka", "largest_leo"] = Field(
+        "kafka",
+        description='How the controller picks a new leader: "kafka" (Kafka\'s rule: the first live replica, '
+        'in replica order, that is in the ISR or ELR) or the proposal "largest_leo" (KIP-250): the one with '
+        "the longest log.",
+    )
+    auto_leader_rebalance_enable: bool = Field(
+        True,
+        alias="auto.leader.rebalance.enable",
+        description="The controller moves leadership back to the preferred replica every "
+        "leader.imbalance.check.interval.seconds.",
+    )
 
 
 AcksValue = Literal["all", "-1", "0", "1", "min.insync.replicas"] | Literal[-1, 0, 1]
 
 
 class ProducerSpec(_Strict):
-    acks: AcksValue | None = None
-    enable_idempotence: bool | None = Field(None, alias="enable.idempotence")
-    retries: Annotated[int, Field(ge=0, le=RETRIES_MAX)] | None = None
-    request_timeout_ms: Ms | None = Field(None, alias="request.timeout.ms")
-    delivery_timeout_ms: Ms | None = Field(None, alias="delivery.timeout.ms")
-    retry_backoff_ms: Annotated[int, Field(ge=1, le=60_000)] | None = Field(None, alias="retry.backoff.ms")
+    """Settings of the producer (part 1's single `producer`, or one entry of `producers`)."""
+
+    acks: AcksValue | None = Field(
+        None,
+        description='How many replicas must have a batch before the leader answers: 0 (no answer), 1 (the '
+        'leader), "all"/-1 (the ISR), or the proposal "min.insync.replicas" (KIP-926). null: the '
+        "profile's default (all with idempotence).",
+    )
+    enable_idempotence: bool | None = Field(
+        None,
+        alias="enable.idempotence",
+        description="The producer numbers its batches so a retry is never written twice; needs acks=all "
+        "and retries > 0. null: the profile's default, switched off silently where Kafka does.",
+    )
+    retries: Annotated[int, Field(ge=0, le=RETRIES_MAX)] | None = Field(
+        None,
+        description="How many times a failed batch is sent again (within delivery.timeout.ms). null: the "
+        "profile's default.",
+    )
+    request_timeout_ms: Ms | None = Field(
+        None,
+        alias="request.timeout.ms",
+        description="How long the producer waits for an answer before it treats a request as failed. null: "
+        "Kafka's default.",
+    )
+    delivery_timeout_ms: Ms | None = Field(
+        None,
+        alias="delivery.timeout.ms",
+        description="How long after a batch is sent the producer gives up on it; at least "
+        "request.timeout.ms. null: Kafka's default.",
+    )
+    retry_backoff_ms: Annotated[int, Field(ge=1, le=60_000)] | None = Field(
+        None,
+        alias="retry.backoff.ms",
+        description=f"The first wait before a retry; it doubles per attempt up to {RETRY_BACKOFF_MAX_MS} ms "
+        "(retry.backoff.max.ms, not a scenario key). null: Kafka's default.",
+    )
     # part 2 (also accepted on the part-1 `producer` object)
     max_in_flight_requests_per_connection: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
-        None, alias="max.in.flight.requests.per.connection"
+        None,
+        alias="max.in.flight.requests.per.connection",
+        description="How many unanswered requests the producer keeps per broker; an idempotent producer "
+        f"allows at most {MAX_IN_FLIGHT_IDEMPOTENT}. null: Kafka's default.",
     )
-    transactional_id: KafkaName | None = Field(None, alias="transactional.id")
-    transaction_timeout_ms: IntMs | None = Field(None, alias="transaction.timeout.ms")
-    partitioner_ignore_keys: bool | None = Field(None, alias="partitioner.ignore.keys")
+    transactional_id: KafkaName | None = Field(
+        None,
+        alias="transactional.id",
+        description="Makes the producer transactional: it must call init_transactions and writes inside "
+        "transactions; the id survives restarts and fences older instances. null: not transactional.",
+        examples=["pay-tx"],
+    )
+    transaction_timeout_ms: IntMs | None = Field(
+        None,
+        alias="transaction.timeout.ms",
+        description="The coordinator aborts a transaction left open this long; at most "
+        "timing.transaction.max.timeout.ms. null: Kafka's default.",
+    )
+    partitioner_ignore_keys: bool | None = Field(
+        None,
+        alias="partitioner.ignore.keys",
+        description="The partitioner treats keyed records like keyless ones instead of hashing the key. "
+        "null: Kafka's default (false).",
+    )
     # Kafka's type is a long, at least 0 (0: the metadata is always stale, refreshed at every send)
     metadata_max_age_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
-        None, alias="metadata.max.age.ms"
+        None,
+        alias="metadata.max.age.ms",
+        description="How often the producer refreshes its metadata, and so how late it learns of added "
+        "partitions (0: at every send). null: Kafka's default.",
     )
 
 
 class ProducerItem(ProducerSpec):
     """One entry of `producers`: a producer process."""
 
-    id: ClientId
+    id: ClientId = Field(
+        description="The producer's name: actions refer to it, and steps and results use it.",
+        examples=["app"],
+    )
 
 
 # "earliest", "latest", "none", or from Kafka 4.0 "by_duration:<ISO-8601 duration>": checked in
@@ -215,57 +373,193 @@ AutoOffsetReset = Annotated[str, Field(min_length=1, max_length=100)]
 class ConsumerSpec(_Strict):
     """One entry of `consumers`: a consumer process (the classic KafkaConsumer)."""
 
-    id: ClientId
-    group_id: KafkaName | None = Field(None, alias="group.id")
-    auto_offset_reset: AutoOffsetReset | None = Field(None, alias="auto.offset.reset")
-    enable_auto_commit: bool | None = Field(None, alias="enable.auto.commit")
+    id: ClientId = Field(
+        description="The consumer's name: actions refer to it; its group member ids are derived from it.",
+        examples=["c0"],
+    )
+    group_id: KafkaName | None = Field(
+        None,
+        alias="group.id",
+        description="The consumer group it joins on `subscribe` and commits to. null: no group; only "
+        "`assign` and no commits.",
+        examples=["g"],
+    )
+    auto_offset_reset: AutoOffsetReset | None = Field(
+        None,
+        alias="auto.offset.reset",
+        description='Where to start without a committed offset: "earliest", "latest", "none" (an error) or, '
+        'on 4.1, "by_duration:<ISO-8601 duration>". null: Kafka\'s default.',
+        examples=["earliest", "by_duration:PT1H"],
+    )
+    enable_auto_commit: bool | None = Field(
+        None,
+        alias="enable.auto.commit",
+        description="poll() commits the positions every auto.commit.interval.ms. null: Kafka's default, "
+        "and false without a group.id.",
+    )
     auto_commit_interval_ms: Annotated[int, Field(ge=0, le=INT_MAX)] | None = Field(
-        None, alias="auto.commit.interval.ms"
+        None,
+        alias="auto.commit.interval.ms",
+        description="How often auto-commit commits. null: Kafka's default.",
     )
     partition_assignment_strategy: list[Annotated[str, Field(max_length=100)]] | None = Field(
-        None, alias="partition.assignment.strategy", max_length=len(ASSIGNOR_CLASSES)
+        None,
+        alias="partition.assignment.strategy",
+        max_length=len(ASSIGNOR_CLASSES),
+        description='The assignors this member supports, preferred first: "range", "roundrobin", "sticky", '
+        '"cooperative-sticky" or their Java class names. null: Kafka\'s default.',
+        examples=[["cooperative-sticky"]],
     )
-    group_instance_id: KafkaName | None = Field(None, alias="group.instance.id")
-    session_timeout_ms: IntMs | None = Field(None, alias="session.timeout.ms")
-    heartbeat_interval_ms: IntMs | None = Field(None, alias="heartbeat.interval.ms")
-    max_poll_interval_ms: IntMs | None = Field(None, alias="max.poll.interval.ms")
-    max_poll_records: IntMs | None = Field(None, alias="max.poll.records")
+    group_instance_id: KafkaName | None = Field(
+        None,
+        alias="group.instance.id",
+        description="Makes the consumer a static member: a restart within session.timeout.ms gets its "
+        "partitions back without a rebalance. null: a dynamic member.",
+    )
+    session_timeout_ms: IntMs | None = Field(
+        None,
+        alias="session.timeout.ms",
+        description="The coordinator removes a member it has not heard from for this long; must lie "
+        "within the group.min/max.session.timeout.ms of timing. null: Kafka's default.",
+    )
+    heartbeat_interval_ms: IntMs | None = Field(
+        None,
+        alias="heartbeat.interval.ms",
+        description="How often the heartbeat thread reports to the coordinator; below session.timeout.ms. "
+        "null: Kafka's default.",
+    )
+    max_poll_interval_ms: IntMs | None = Field(
+        None,
+        alias="max.poll.interval.ms",
+        description="A member that does not call poll() for this long leaves its group; also the "
+        "rebalance timeout. null: Kafka's default.",
+    )
+    max_poll_records: IntMs | None = Field(
+        None,
+        alias="max.poll.records",
+        description="The most records one poll() returns. null: Kafka's default.",
+    )
     isolation_level: Literal["read_uncommitted", "read_committed"] | None = Field(
-        None, alias="isolation.level"
+        None,
+        alias="isolation.level",
+        description="read_committed reads only up to the last stable offset and skips aborted records. "
+        "null: Kafka's default.",
     )
-    loop_ms: Annotated[int, Field(ge=1, le=MAX_SIM_MS_LONG)] | None = None
-    group_protocol: Literal["classic", "consumer"] | None = Field(None, alias="group.protocol")
+    loop_ms: Annotated[int, Field(ge=1, le=MAX_SIM_MS_LONG)] | None = Field(
+        None,
+        description="Not a Kafka config: the application calls poll() every loop_ms while subscribed (a "
+        "steady poll loop). null: it polls only on `poll` actions.",
+        examples=[100],
+    )
+    group_protocol: Literal["classic", "consumer"] | None = Field(
+        None,
+        alias="group.protocol",
+        description='The group protocol: "classic" is simulated; "consumer" (KIP-848) is refused for now. '
+        "null: classic.",
+    )
 
 
 class TimingSpec(_Strict):
-    replica_lag_time_max_ms: Ms | None = Field(None, alias="replica.lag.time.max.ms")
-    replica_lag_max_messages: PosInt | None = Field(None, alias="replica.lag.max.messages")
-    replica_fetch_wait_max_ms: Ms | None = Field(None, alias="replica.fetch.wait.max.ms")
-    replica_fetch_backoff_ms: Ms | None = Field(None, alias="replica.fetch.backoff.ms")
-    broker_session_timeout_ms: Ms | None = Field(None, alias="broker.session.timeout.ms")
-    broker_heartbeat_interval_ms: Ms | None = Field(None, alias="broker.heartbeat.interval.ms")
-    unclean_leader_election_interval_ms: Ms | None = Field(None, alias="unclean.leader.election.interval.ms")
+    """Broker and controller timings."""
+
+    replica_lag_time_max_ms: Ms | None = Field(
+        None,
+        alias="replica.lag.time.max.ms",
+        description="A follower not caught up with the leader for this long leaves the ISR. null: the "
+        "profile's default.",
+    )
+    replica_lag_max_messages: PosInt | None = Field(
+        None,
+        alias="replica.lag.max.messages",
+        description="0.8 only: a follower this many records behind leaves the ISR. null: Kafka 0.8's "
+        "default.",
+    )
+    replica_fetch_wait_max_ms: Ms | None = Field(
+        None,
+        alias="replica.fetch.wait.max.ms",
+        description="How long a follower's fetch waits at the leader when there is nothing new; below "
+        "replica.lag.time.max.ms. null: Kafka's default.",
+    )
+    replica_fetch_backoff_ms: Ms | None = Field(
+        None,
+        alias="replica.fetch.backoff.ms",
+        description="How long a follower waits before fetching again after a failed fetch. null: Kafka's "
+        "default.",
+    )
+    broker_session_timeout_ms: Ms | None = Field(
+        None,
+        alias="broker.session.timeout.ms",
+        description="The controller fences a broker whose last heartbeat is older than this. null: Kafka's "
+        "default.",
+    )
+    broker_heartbeat_interval_ms: Ms | None = Field(
+        None,
+        alias="broker.heartbeat.interval.ms",
+        description="How often a broker heartbeats to the controller; below broker.session.timeout.ms. "
+        "null: Kafka's default.",
+    )
+    unclean_leader_election_interval_ms: Ms | None = Field(
+        None,
+        alias="unclean.leader.election.interval.ms",
+        description="How often the controller looks for offline partitions to elect uncleanly (where the "
+        "profile checks periodically). null: Kafka's default.",
+    )
     leader_imbalance_check_interval_seconds: Annotated[int, Field(ge=1, le=3600)] | None = Field(
-        None, alias="leader.imbalance.check.interval.seconds"
+        None,
+        alias="leader.imbalance.check.interval.seconds",
+        description="How often the controller moves leadership back to preferred replicas. null: Kafka's "
+        "default.",
     )
     # part 2 (clients_spec.Timing holds the defaults)
-    log_retention_check_interval_ms: LongMs | None = Field(None, alias="log.retention.check.interval.ms")
-    log_cleaner_backoff_ms: LongMs | None = Field(None, alias="log.cleaner.backoff.ms")
-    group_initial_rebalance_delay_ms: Annotated[int, Field(ge=0, le=INT_MAX)] | None = Field(
-        None, alias="group.initial.rebalance.delay.ms"
+    log_retention_check_interval_ms: LongMs | None = Field(
+        None,
+        alias="log.retention.check.interval.ms",
+        description="How often a broker deletes segments past retention. null: Kafka's default.",
     )
-    group_min_session_timeout_ms: IntMs | None = Field(None, alias="group.min.session.timeout.ms")
-    group_max_session_timeout_ms: IntMs | None = Field(None, alias="group.max.session.timeout.ms")
+    log_cleaner_backoff_ms: LongMs | None = Field(
+        None,
+        alias="log.cleaner.backoff.ms",
+        description="How often the log cleaner looks for a log to compact. null: Kafka's default.",
+    )
+    group_initial_rebalance_delay_ms: Annotated[int, Field(ge=0, le=INT_MAX)] | None = Field(
+        None,
+        alias="group.initial.rebalance.delay.ms",
+        description="A new group waits this long for more members before its first rebalance completes. "
+        "null: Kafka's default.",
+    )
+    group_min_session_timeout_ms: IntMs | None = Field(
+        None,
+        alias="group.min.session.timeout.ms",
+        description="The smallest session.timeout.ms the coordinator accepts; lower it to scale a scene's "
+        "timeouts down. null: Kafka's default.",
+    )
+    group_max_session_timeout_ms: IntMs | None = Field(
+        None,
+        alias="group.max.session.timeout.ms",
+        description="The largest session.timeout.ms the coordinator accepts. null: Kafka's default.",
+    )
     offsets_topic_num_partitions: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
-        None, alias="offsets.topic.num.partitions"
+        None,
+        alias="offsets.topic.num.partitions",
+        description="Partitions of __consumer_offsets: a group's coordinator is the leader of the one its "
+        "id hashes to. null: Kafka's default.",
     )
     offsets_retention_minutes: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
-        None, alias="offsets.retention.minutes"
+        None,
+        alias="offsets.retention.minutes",
+        description="How long an empty group's committed offsets are kept. null: Kafka's default.",
     )
     transaction_abort_timed_out_transaction_cleanup_interval_ms: IntMs | None = Field(
-        None, alias="transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        None,
+        alias="transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        description="How often the transaction coordinator aborts transactions past their timeout. null: "
+        "Kafka's default.",
     )
-    transaction_max_timeout_ms: IntMs | None = Field(None, alias="transaction.max.timeout.ms")
+    transaction_max_timeout_ms: IntMs | None = Field(
+        None,
+        alias="transaction.max.timeout.ms",
+        description="The largest transaction.timeout.ms a producer may ask for. null: Kafka's default.",
+    )
 
 
 RecordName = Annotated[str, Field(min_length=1, max_length=MAX_RECORD_CHARS)]
@@ -276,94 +570,203 @@ PartitionNo = Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)]
 # simulated durations: bounded here only by Java's long; resolve() holds them to the scenario's
 # simulated-time cap and says which cap applies
 SimMs = Annotated[int, Field(ge=0, le=LONG_MAX)]
+# partition number (a string, as JSON object keys are) -> offset
+OffsetMap = dict[Annotated[str, Field(max_length=8)], Annotated[int, Field(ge=0, le=LONG_MAX)]]
 
 
 class Produce(_Strict):
-    do: Literal["produce"]
+    """The producer sends one batch."""
+
+    do: Literal["produce"] = Field(description="Send one batch of records.")
     # a null entry is a tombstone (the produce needs a key)
-    records: list[RecordName | None] | None = None
-    count: Annotated[int, Field(ge=1)] | None = None
-    acks: Literal["all", "min.insync.replicas"] | Annotated[int, Field(ge=-32768, le=32767)] | None = None
-    key: Annotated[str, Field(max_length=MAX_RECORD_CHARS)] | None = None
-    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)] | None = None
-    produce_version: Annotated[int, Field(ge=0, le=11)] | None = None
+    records: list[RecordName | None] | None = Field(
+        None,
+        description="The records' values, unique across the scenario; null is a tombstone (needs a key). "
+        "Give either records or count.",
+        examples=[["a", "b"]],
+    )
+    count: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="Send this many records named m<N>, N counting every record produced before. Give "
+        "either records or count.",
+        examples=[3],
+    )
+    acks: Literal["all", "min.insync.replicas"] | Annotated[int, Field(ge=-32768, le=32767)] | None = Field(
+        None,
+        description="This batch's acks, any 16-bit number as a hand-built client could send (the broker "
+        "decides). null: the producer's acks.",
+    )
+    key: Annotated[str, Field(max_length=MAX_RECORD_CHARS)] | None = Field(
+        None,
+        description="The records' key: the partitioner hashes it, compaction keeps the newest record per "
+        "key. null: no key.",
+        examples=["K1"],
+    )
+    partition: Annotated[int, Field(ge=0, le=MAX_PARTITIONS - 1)] | None = Field(
+        None,
+        description="The partition to write to. null: the producer's partitioner decides (partition 0 on "
+        "a topic of one partition).",
+    )
+    produce_version: Annotated[int, Field(ge=0, le=11)] | None = Field(
+        None,
+        description="The Produce request version a client would use; accepted, and not used by the "
+        "simulator.",
+    )
     # part 2
-    producer: ClientRef | None = None  # required when the scenario has several producers
-    bytes_: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(None, alias="bytes")
-    timestamp_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = None  # CreateTime; None: now
-    lose_response: bool = False
+    producer: ClientRef | None = Field(
+        None,
+        description="The id of the producer that sends it. null: the only producer (required when there "
+        "are several).",
+    )
+    bytes_: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
+        None,
+        alias="bytes",
+        description="The batch's size on disk, overheads included (segment and retention arithmetic). "
+        "null: the exact size of the batch in Kafka's record format v2.",
+    )
+    timestamp_ms: Annotated[int, Field(ge=0, le=LONG_MAX)] | None = Field(
+        None,
+        description="The records' CreateTime, which segment.ms and retention.ms compare. null: the "
+        "simulated now.",
+    )
+    lose_response: bool = Field(
+        False,
+        description="The leader handles the request but its first answer never arrives, so the producer "
+        "times out and retries.",
+    )
 
 
 class Advance(_Strict):
-    do: Literal["advance"]
-    ms: SimMs
+    """Let simulated time pass."""
+
+    do: Literal["advance"] = Field(description="Run the cluster for a while.")
+    ms: SimMs = Field(description="How many milliseconds to run.", examples=[10_000])
 
 
 class Settle(_Strict):
-    do: Literal["settle"]
-    max_ms: SimMs = 60_000
+    """Run until the cluster is quiet."""
+
+    do: Literal["settle"] = Field(
+        description="Run until no produce is pending, every live fetching follower has the leader's log "
+        "end and every group with live members is Stable."
+    )
+    max_ms: SimMs = Field(60_000, description="Stop after this many milliseconds even if not settled.")
     # not in the contract: first wait until the controller has replaced (fenced) a leader that
     # crashed, stopped or lost the controller, so a late fault plays out ("run until quiet")
-    through_failover: bool = False
+    through_failover: bool = Field(
+        False,
+        description="First keep running while the controller still names a leader that is down or cut "
+        "off, until it is replaced or the partition goes offline.",
+    )
 
 
 class Crash(_Strict):
     """A broker, consumer or producer process crashes (exactly one of the three)."""
 
-    do: Literal["crash"]
-    broker: BrokerId | None = None
-    consumer: ClientRef | None = None
-    producer: ClientRef | None = None
-    lose_unflushed: bool = False
+    do: Literal["crash"] = Field(description="A process stops at once, without any goodbye.")
+    broker: BrokerId | None = Field(None, description="The broker that crashes.")
+    consumer: ClientRef | None = Field(None, description="The consumer that crashes (it sends nothing more).")
+    producer: ClientRef | None = Field(
+        None, description="The producer that crashes; its unanswered batches end as crashed."
+    )
+    lose_unflushed: bool = Field(
+        False, description="Brokers only: the page cache is lost too, so records not yet flushed are gone."
+    )
     # not in the contract's list: the disk is destroyed too (flushed data included); the broker
     # comes back empty, as after a disk replacement
-    lose_disk: bool = False
+    lose_disk: bool = Field(
+        False, description="Brokers only: the disk is destroyed too; the broker restarts with an empty log."
+    )
 
 
 class Lifecycle(_Strict):
     """shutdown / restart of a broker, a consumer or a producer (exactly one of the three)."""
 
-    do: Literal["shutdown", "restart"]
-    broker: BrokerId | None = None
-    consumer: ClientRef | None = None
-    producer: ClientRef | None = None
+    do: Literal["shutdown", "restart"] = Field(
+        description="shutdown: a clean stop (a broker moves leadership first, a client calls close()); "
+        "restart: a stopped process starts again."
+    )
+    broker: BrokerId | None = Field(None, description="The broker to stop or start.")
+    consumer: ClientRef | None = Field(None, description="The consumer to stop or start.")
+    producer: ClientRef | None = Field(
+        None, description="The producer to stop or start; a restart is a new process with a new producer id."
+    )
 
 
 class PowerLoss(_Strict):
-    do: Literal["power_loss"]
-    brokers: list[BrokerId] | None = None
-    rack: Annotated[str, Field(min_length=1, max_length=32)] | None = None
+    """Several brokers lose power at once."""
+
+    do: Literal["power_loss"] = Field(
+        description="The named brokers crash at the same instant and lose their unflushed records."
+    )
+    brokers: list[BrokerId] | None = Field(
+        None, description="The brokers that lose power.", examples=[[1, 2]]
+    )
+    rack: Annotated[str, Field(min_length=1, max_length=32)] | None = Field(
+        None, description="Every broker in this rack loses power. Give either brokers or rack."
+    )
 
 
 class BrokerAction(_Strict):
-    do: Literal["stop_fetching", "resume_fetching", "writeback"]
-    broker: BrokerId
+    """A follower stops or resumes fetching, or the OS writes a broker's pages to disk."""
+
+    do: Literal["stop_fetching", "resume_fetching", "writeback"] = Field(
+        description="stop_fetching / resume_fetching: the broker stays up and heartbeating but stops "
+        "(resumes) fetching as a follower; writeback: the OS writes its dirty pages to disk."
+    )
+    broker: BrokerId = Field(description="The broker.")
 
 
 Party = Literal["controller", "producer"] | BrokerId
 
 
 class Slow(_Strict):
-    do: Literal["slow"]
-    broker: BrokerId
-    ms: Annotated[int, Field(ge=0, le=60_000)] | None = None  # None: back to the broker's fetch_delay_ms
+    """A straggler episode."""
+
+    do: Literal["slow"] = Field(description="Change how much longer this broker's fetches take.")
+    broker: BrokerId = Field(description="The broker.")
+    ms: Annotated[int, Field(ge=0, le=60_000)] | None = Field(
+        None, description="The extra time per fetch (0 ends the episode). null: back to its fetch_delay_ms."
+    )
 
 
 class Isolate(_Strict):
-    do: Literal["isolate", "heal"]
-    broker: BrokerId
-    from_: list[Party] | None = Field(None, alias="from")
+    """Cut or restore network links."""
+
+    do: Literal["isolate", "heal"] = Field(
+        description="isolate cuts the network between the broker and the parties; heal restores it."
+    )
+    broker: BrokerId = Field(description="The broker whose links change (up or down).")
+    from_: list[Party] | None = Field(
+        None,
+        alias="from",
+        description='The other side: "controller", "producer" or broker ids. null: everything.',
+        examples=[["controller"]],
+    )
 
 
 class SetConfig(_Strict):
-    do: Literal["set"]
-    key: Literal["unclean.leader.election.enable", "min.insync.replicas", "flush.messages"]
-    value: bool | int | None
+    """A dynamic topic config change."""
+
+    do: Literal["set"] = Field(description="Change a topic config while the cluster runs.")
+    key: Literal["unclean.leader.election.enable", "min.insync.replicas", "flush.messages"] = Field(
+        description="The config to change."
+    )
+    value: bool | int | None = Field(
+        description="The new value: true/false, a whole number, or null (flush.messages only: never)."
+    )
 
 
 class Elect(_Strict):
-    do: Literal["elect"]
-    type: Literal["unclean", "preferred"]
+    """An admin leader election."""
+
+    do: Literal["elect"] = Field(
+        description="Ask the controller for an election, as kafka-leader-election.sh does."
+    )
+    type: Literal["unclean", "preferred"] = Field(
+        description="unclean: any live replica may become leader whatever the topic config; preferred: "
+        "move leadership to the first replica."
+    )
 
 
 # ---- part 2: transactions, consumers, topic administration
@@ -377,8 +780,16 @@ TXN_ACTIONS = frozenset(
 
 
 class TransactionAction(_Strict):
-    do: Literal["init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"]
-    producer: ClientRef | None = None  # required when the scenario has several producers
+    """A call of the transactional producer API."""
+
+    do: Literal["init_transactions", "begin_transaction", "commit_transaction", "abort_transaction"] = Field(
+        description="initTransactions() (get the producer id and a new epoch, fencing older instances), "
+        "beginTransaction(), commitTransaction() or abortTransaction()."
+    )
+    producer: ClientRef | None = Field(
+        None,
+        description="The transactional producer. null: the only producer (required when there are several).",
+    )
 
 
 class SendOffsetsToTransaction(_Strict):
@@ -388,61 +799,114 @@ class SendOffsetsToTransaction(_Strict):
     `offsets` (`{"0": 5}`) defaults to that consumer's positions. The offsets become the group's
     committed offsets only when the transaction commits; a stale generation is fenced."""
 
-    do: Literal["send_offsets_to_transaction"]
-    producer: ClientRef | None = None
-    consumer: ClientRef
-    offsets: dict[Annotated[str, Field(max_length=8)], Annotated[int, Field(ge=0, le=LONG_MAX)]] | None = None
+    do: Literal["send_offsets_to_transaction"] = Field(
+        description="sendOffsetsToTransaction(): the consumer's offsets are committed only if the "
+        "transaction commits (KIP-447)."
+    )
+    producer: ClientRef | None = Field(
+        None,
+        description="The transactional producer. null: the only producer (required when there are several).",
+    )
+    consumer: ClientRef = Field(
+        description="The consumer whose group metadata (group, member id, generation) goes with the offsets."
+    )
+    offsets: OffsetMap | None = Field(
+        None,
+        description="Partition number (as a string) to the offset to commit. null: the consumer's positions.",
+        examples=[{"0": 5}],
+    )
 
 
 class Subscribe(_Strict):
-    do: Literal["subscribe"]
-    consumer: ClientRef
-    topics: list[Annotated[str, Field(max_length=300)]] | None = None  # None: the topic
+    """A consumer subscribes."""
+
+    do: Literal["subscribe"] = Field(
+        description="subscribe(): the consumer starts if it is not running and joins its group."
+    )
+    consumer: ClientRef = Field(description="The consumer (it needs a group.id).")
+    topics: list[Annotated[str, Field(max_length=300)]] | None = Field(
+        None, description="The topics, which can only be the scenario's topic. null: the topic."
+    )
 
 
 class Assign(_Strict):
-    do: Literal["assign"]
-    consumer: ClientRef
-    partitions: list[PartitionNo]
+    """A consumer takes partitions itself."""
+
+    do: Literal["assign"] = Field(description="assign(): manual assignment, no group.")
+    consumer: ClientRef = Field(description="The consumer.")
+    partitions: list[PartitionNo] = Field(description="The partitions it reads.", examples=[[0]])
 
 
 class Poll(_Strict):
-    do: Literal["poll"]
-    consumer: ClientRef
-    max_records: Annotated[int, Field(ge=1, le=INT_MAX)] | None = None
-    timeout_ms: SimMs = 1_000
+    """One poll() call."""
+
+    do: Literal["poll"] = Field(
+        description="poll(timeout): the cluster runs until the call returns records or the timeout "
+        "passes; inside it the consumer joins its group, fetches and auto-commits."
+    )
+    consumer: ClientRef = Field(description="The consumer.")
+    max_records: Annotated[int, Field(ge=1, le=INT_MAX)] | None = Field(
+        None, description="The most records this call returns. null: the consumer's max.poll.records."
+    )
+    timeout_ms: SimMs = Field(1_000, description="How long poll() may wait for records.")
 
 
 class Commit(_Strict):
-    do: Literal["commit"]
-    consumer: ClientRef
-    offsets: dict[Annotated[str, Field(max_length=8)], Annotated[int, Field(ge=0, le=LONG_MAX)]] | None = None
-    async_: bool = Field(False, alias="async")
+    """A consumer commits offsets."""
+
+    do: Literal["commit"] = Field(description="commitSync() (or commitAsync()) to the consumer's group.")
+    consumer: ClientRef = Field(description="The consumer (it needs a group.id).")
+    offsets: OffsetMap | None = Field(
+        None,
+        description="Partition number (as a string) to the offset to commit. null: the current positions.",
+        examples=[{"0": 3}],
+    )
+    async_: bool = Field(False, alias="async", description="commitAsync() instead of commitSync().")
 
 
 class Seek(_Strict):
-    do: Literal["seek"]
-    consumer: ClientRef
-    partition: PartitionNo
-    offset: Annotated[int, Field(ge=0, le=LONG_MAX)] | Literal["beginning", "end"]
+    """A consumer moves its position."""
+
+    do: Literal["seek"] = Field(description="seek(): set where the consumer reads next in one partition.")
+    consumer: ClientRef = Field(description="The consumer.")
+    partition: PartitionNo = Field(description="The partition.")
+    offset: Annotated[int, Field(ge=0, le=LONG_MAX)] | Literal["beginning", "end"] = Field(
+        description='The new position: an offset, "beginning" or "end".', examples=[0, "beginning"]
+    )
 
 
 class Stall(_Strict):
-    do: Literal["stall"]
-    consumer: ClientRef
-    ms: Annotated[int, Field(ge=1, le=LONG_MAX)]
+    """A consumer's application is busy."""
+
+    do: Literal["stall"] = Field(
+        description="The application does not call poll() for a while; the heartbeat thread keeps running."
+    )
+    consumer: ClientRef = Field(description="The consumer.")
+    ms: Annotated[int, Field(ge=1, le=LONG_MAX)] = Field(description="How long the application is busy.")
 
 
 class AddPartitions(_Strict):
-    do: Literal["add_partitions"]
-    count: Annotated[int, Field(ge=1, le=INT_MAX)]  # the new total; resolve() checks the cap
+    """The topic grows."""
+
+    do: Literal["add_partitions"] = Field(
+        description="kafka-topics --alter --partitions: new, empty partitions; records already written stay."
+    )
+    count: Annotated[int, Field(ge=1, le=INT_MAX)] = Field(  # the new total; resolve() checks the cap
+        description="The new total number of partitions (more than now)."
+    )
 
 
 class DeleteRecords(_Strict):
-    do: Literal["delete_records"]
-    partition: PartitionNo
+    """The admin deleteRecords call."""
+
+    do: Literal["delete_records"] = Field(
+        description="deleteRecords(): move a partition's log start offset forward."
+    )
+    partition: PartitionNo = Field(description="The partition.")
     # -1 is DeleteRecordsRequest.HIGH_WATERMARK: delete everything below the high watermark
-    offset: Annotated[int, Field(ge=-1, le=LONG_MAX)]
+    offset: Annotated[int, Field(ge=-1, le=LONG_MAX)] = Field(
+        description="Delete every record below this offset; -1: below the high watermark."
+    )
 
 
 _ACTION_MODELS = (
@@ -495,18 +959,46 @@ Action = Annotated[
 
 
 class Scenario(_Strict):
-    version: Literal[1] = 1
-    seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = 0
-    kafka_version: Literal["0.8", "0.10", "1.1", "3.6", "4.1"] = "4.1"
-    brokers: list[BrokerSpec] | None = None
-    topic: TopicSpec = Field(default_factory=TopicSpec)
-    controller: ControllerSpec = Field(default_factory=ControllerSpec)
-    producer: ProducerSpec = Field(default_factory=ProducerSpec)
-    timing: TimingSpec = Field(default_factory=TimingSpec)
+    """One simulation: the cluster, the clients and the actions to run."""
+
+    version: Literal[1] = Field(1, description="The format's version; 1 is the only one.")
+    seed: Annotated[int, Field(ge=0, le=2**32 - 1)] = Field(
+        0,
+        description="Seeds the run's random choices (heartbeat phases, the keyless partitioner): the same "
+        "scenario and seed give the same result.",
+    )
+    kafka_version: Literal["0.8", "0.10", "1.1", "3.6", "4.1"] = Field(
+        "4.1",
+        description="The behaviour profile: which Kafka release's rules and defaults the run follows.",
+    )
+    brokers: list[BrokerSpec] | None = Field(
+        None,
+        description=f"The cluster's brokers (1 to {MAX_BROKERS}). null: brokers 1, 2 and 3 without racks.",
+    )
+    topic: TopicSpec = Field(default_factory=TopicSpec, description="The one topic and its configs.")
+    controller: ControllerSpec = Field(
+        default_factory=ControllerSpec, description="The controller's settings."
+    )
+    producer: ProducerSpec = Field(
+        default_factory=ProducerSpec,
+        description='The one producer, named "producer"; give producers instead for several.',
+    )
+    timing: TimingSpec = Field(
+        default_factory=TimingSpec, description="Broker, controller and coordinator timings."
+    )
     # part 2: the client processes (their caps are checked in resolve(), with the caps stated)
-    producers: list[ProducerItem] | None = None
-    consumers: list[ConsumerSpec] | None = None
-    actions: list[Action] = Field(default_factory=list)
+    producers: list[ProducerItem] | None = Field(
+        None,
+        description=f"Several producer processes, each with an id (at most {MAX_PRODUCERS}); not together "
+        "with producer. null: the one producer.",
+    )
+    consumers: list[ConsumerSpec] | None = Field(
+        None, description=f"Consumer processes, each with an id (at most {MAX_CONSUMERS}). null: none."
+    )
+    actions: list[Action] = Field(
+        default_factory=list,
+        description="What happens, in order: each object's `do` names the action (see the action tables).",
+    )
 
     @field_validator("brokers")
     @classmethod
