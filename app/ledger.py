@@ -2,7 +2,7 @@
 
 Every engine snapshot carries `ledger` = {acked, sent, failed, lost}: the records acknowledged,
 handed to the network, failed, and acknowledged but missing from the current leader, as of that
-snapshot (docs/engine-api.md). This module only reads it; whether a record counts as lost, or
+snapshot (docs/scenario-format.md). This module only reads it; whether a record counts as lost, or
 when a batch is acknowledged, is the engine's rule, never re-derived here.
 
     snapshots(view, partitions)   every partition's snapshot at one step

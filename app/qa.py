@@ -5,7 +5,7 @@
     live_answer(qa, result) -> str | None    one sentence about the learner's simulation
 
 `search` never raises: it caps the query, returns [] for anything it cannot use, and builds the
-index once per process. `live_answer` reads an engine result (docs/engine-api.md; the `view`
+index once per process. `live_answer` reads an engine result (docs/scenario-format.md; the `view`
 snapshot when the result has one, else `final`) and dispatches to the small pure function named
 by the QA's `live` field; a malformed result gives None, never an exception.
 """

@@ -5,9 +5,9 @@
     >>> result["acked_records"]
     ['a']
 
-`simulate` is a pure function of the scenario (../shared/design/scenario-contract.md): the same
-scenario gives a byte-identical result. Bad input raises `ScenarioError` and nothing else.
-See docs/engine-api.md for what the result holds beyond the contract.
+`simulate` is a pure function of the scenario: the same scenario gives a byte-identical result.
+Bad input raises `ScenarioError` and nothing else. docs/scenario-format.md describes every field
+of the scenario and of the result; docs/simulator.md what the simulation models.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The scenario contract (version 1): parsing, validation and defaults.
 
-A scenario is the whole input of a simulation (see ../shared/design/scenario-contract.md). This
+A scenario is the whole input of a simulation (docs/scenario-format.md). This
 module turns untrusted JSON into a `Scenario` and then into a `Config` in which every default
 has been filled in from the chosen version profile, so the simulator never has to ask "was this
 given?". Every problem becomes a `{"path", "message"}` pair; nothing here raises anything but

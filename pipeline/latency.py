@@ -5,7 +5,7 @@ part of it that decides *when a produce request completes*, so that millions of 
 simulated per second. tests/pipeline/test_kernel_vs_engine.py proves the two agree: exactly on
 deterministic scenarios, and by a two-sample Kolmogorov-Smirnov test on sampled ones.
 
-The engine's rules that matter here (docs/engine-api.md "Timing model", kafka-semantics.md):
+The engine's rules that matter here (docs/simulator.md "The timing model", kafka-semantics.md):
 
 - a message takes NETWORK_DELAY_MS; the leader appends the moment a produce arrives, so the
   producer's request sent at t0 is appended at a = t0 + 1;

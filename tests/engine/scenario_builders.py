@@ -15,7 +15,7 @@ PROFILES = ("0.8", "0.10", "3.6", "4.1")
 CURRENT = ("3.6", "4.1")  # leader epochs, diverging-epoch truncation (kafka-semantics.md §6)
 HISTORIC = ("0.8", "0.10")  # truncate to own HW (§6.5, claim 3)
 
-# Timing model of docs/engine-api.md: a crashed broker is fenced 7-9 s after the crash.
+# The timing model of docs/simulator.md: a crashed broker is fenced 7-9 s after the crash.
 FENCE_MS = 10_000
 # A restarted broker registers after the old session expired (claim 5: refused within 9 s).
 REJOIN_MS = 15_000

@@ -72,7 +72,7 @@ def test_s01_baseline_acks_all_needs_every_isr_member(version):
     assert r["acked_records"] == ["a", "b"]
     assert r["lost_acked_records"] == []
     # S1 row 4: the ack comes within a few hops, because a parked follower fetch is answered
-    # early when data arrives (engine-api timing model), not after the 500 ms long-poll.
+    # early when data arrives (the timing model of docs/simulator.md), not after the 500 ms long-poll.
     p = r["produce"][0]
     assert p["done_ms"] - p["sent_ms"] < 500
 

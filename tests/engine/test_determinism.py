@@ -110,12 +110,12 @@ def test_seeds_change_timing_never_the_s3_safety_outcome(version):
         assert r["duplicate_records"] == [], f"seed {s}: idempotent retry, one copy"
         for b in (1, 2, 3):
             assert [e["record"] for e in r["final"]["brokers"][str(b)]["log"]] == ["a", "b", "c"]
-    # engine-api timing model: the heartbeat phase is drawn from the seed, so the fencing of the
+    # the timing model of docs/simulator.md: the heartbeat phase is drawn from the seed, so the fencing of the
     # crashed leader (7-9 s after the crash) moves with the seed.
     fence_times = set()
     for r in results:
         crashed = [s for s in r["steps"] if s["kind"] == "broker_crash"][0]["t_ms"]
         fenced = [s for s in r["steps"] if s["kind"] == "controller_fence_broker"][0]["t_ms"]
-        assert 7_000 <= fenced - crashed <= 9_000 + 2, "engine-api: fenced 7-9 s after the crash"
+        assert 7_000 <= fenced - crashed <= 9_000 + 2, "docs/simulator.md: fenced 7-9 s after the crash"
         fence_times.add(fenced)
     assert len(fence_times) > 1, "different seeds should give different heartbeat phases"

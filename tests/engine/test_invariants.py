@@ -277,7 +277,7 @@ def test_no_acknowledged_record_is_ever_lost(sc):
 
 
 def test_view_after_an_isr_request_step_shows_the_pending_change():
-    """engine-api: `view` at k is "the state after the first k steps". After the step in which
+    """docs/scenario-format.md: `view` at k is "the state after the first k steps". After the step in which
     the leader asks to shrink (expand) the ISR, the partition is PendingShrinkIsr
     (PendingExpandIsr) and, for an expansion, the new member already counts in the maximal ISR
     (§4.4). A scrubber that shows the text "asks to expand" next to a picture without the
@@ -310,7 +310,7 @@ def test_steps_are_numbered_timed_and_named_from_step_kinds(name):
     assert r["step_count"] == len(r["steps"])
     last_t = 0
     for n, s in enumerate(r["steps"], start=1):
-        assert s["i"] == n, "engine-api: steps are numbered from 1 in order"
+        assert s["i"] == n, "docs/scenario-format.md: steps are numbered from 1 in order"
         assert s["t_ms"] >= last_t, "steps are in time order"
         last_t = s["t_ms"]
         assert s["kind"] in STEP_KINDS, s

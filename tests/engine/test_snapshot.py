@@ -1,5 +1,5 @@
 """What every snapshot exposes besides the replicas' state: messages in flight, the timers behind
-ISR shrinks and fencing, and the producer's ledger as of that step (docs/engine-api.md)."""
+ISR shrinks and fencing, and the producer's ledger as of that step (docs/scenario-format.md)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 For every step of every beat of every built scene, render what the page shows about the run as of
 that step: every live answer of the scene's Q&A, the comparison's "what the producer heard" texts,
 and the challenge verdict. Then hold each against the engine's ledger at that step
-(docs/engine-api.md, `snapshot["ledger"]`):
+(docs/scenario-format.md, `snapshot["ledger"]`):
 
 - a record named in the text has been handed to the network, acknowledged or failed by then
   (never a record of the future, as "c was acknowledged" at step 0 of 05's unclean beat was);

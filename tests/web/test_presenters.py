@@ -1,5 +1,5 @@
 """Presenters read like the page: these tests use a hand-written engine result of the shape in
-docs/engine-api.md, so they pin the presenter logic independently of the engine's behaviour."""
+docs/scenario-format.md, so they pin the presenter logic independently of the engine's behaviour."""
 
 from types import SimpleNamespace
 
@@ -96,7 +96,7 @@ def snapshot(leader=1, leader_log=("a", "b"), follower_log=("a", "b"), hw=2, isr
                 }
             ]
         },
-        # the engine's ledger as of this snapshot (docs/engine-api.md)
+        # the engine's ledger as of this snapshot (docs/scenario-format.md)
         "ledger": ledger or {"acked": [], "failed": [], "sent": ["a", "b"], "lost": []},
     }
 
