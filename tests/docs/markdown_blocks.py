@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -323,10 +324,7 @@ def _run_checked(block: Block, root: Path, runs: list[tuple[str, list[str], str 
         for shown, argv, stdin in runs:
             left = deadline - time.monotonic()
             try:
-                proc = subprocess.run(
-                    argv, cwd=root, env=command_env(root), input=stdin, capture_output=True, text=True,
-                    timeout=max(left, 0.1), stdin=None if stdin is not None else subprocess.DEVNULL,
-                )
+                proc = _run(argv, root, stdin, max(left, 0.1))
             except subprocess.TimeoutExpired:
                 raise BlockFailure(
                     f"{block.id}: `{shown}` did not finish within the block's {BLOCK_TIMEOUT_S} s; a "
@@ -349,6 +347,22 @@ def _run_checked(block: Block, root: Path, runs: list[tuple[str, list[str], str 
         )
 
 
+def _run(argv: list[str], root: Path, stdin: str | None, timeout: float) -> subprocess.CompletedProcess:
+    """Run one command in its own process group, so a timeout kills what it started as well."""
+    with subprocess.Popen(
+        argv, cwd=root, env=command_env(root), text=True, start_new_session=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    ) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 def run_shell(block: Block, root: Path) -> None:
     expect = int(block.tags[0].split("=")[1]) if block.tags else 0
     commands = shell_commands(block.content)
@@ -365,12 +379,12 @@ def run_python(block: Block, root: Path) -> None:
 
 # --- http ----------------------------------------------------------------------------------------
 
-_clients: dict[Path, Any] = {}
+_clients: list[Any] = []
 
 
-def app_client(root: Path):
-    """One in-process client of the app per root, built as tests/web/conftest.py builds its app."""
-    if root not in _clients:
+def app_client():
+    """One in-process client of the app, built as tests/web/conftest.py builds its app."""
+    if not _clients:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # starlette 1.x warns that its TestClient wants httpx2
             from fastapi.testclient import TestClient
@@ -379,13 +393,13 @@ def app_client(root: Path):
 
         client = TestClient(create_app(Settings()), raise_server_exceptions=False)
         client.__enter__()
-        _clients[root] = client
-    return _clients[root]
+        _clients.append(client)
+    return _clients[0]
 
 
 def close_clients() -> None:
     while _clients:
-        _clients.popitem()[1].__exit__(None, None, None)
+        _clients.pop().__exit__(None, None, None)
 
 
 def parse_request(block: Block) -> tuple[str, str, dict[str, str], str]:
@@ -450,7 +464,7 @@ def json_subset(documented: Any, actual: Any, where: str = "$") -> list[str]:
 def run_http(block: Block, root: Path) -> None:
     method, target, headers, body = parse_request(block)
     content = body.encode() if body else None
-    response = app_client(root).request(method, target, headers=headers, content=content)
+    response = app_client().request(method, target, headers=headers, content=content)
     answer = block.response
     if answer is None:
         if response.status_code >= 400:
