@@ -162,6 +162,11 @@ def run_block(block: Block, root: Path = REPO_ROOT) -> str | None:
     if block.language not in LANGUAGES:
         raise BlockFailure(f"{block.id}: unknown language `{block.language}`. {WHAT_TO_DO}")
     runner = _runner(block)
+    if block.has_marker and runner in (_nothing, _checked_by_request):
+        raise BlockFailure(
+            f"{block.id}: a `{block.language}` block is never run on its own, so a `not run` marker on it "
+            "says nothing: drop the marker (mark the `http` request instead)"
+        )
     if block.has_marker:
         return block.not_run
     if block.request is not None and block.request.has_marker:

@@ -120,6 +120,10 @@ def test_a_not_run_marker_with_a_reason_skips_the_block(repo):
     assert run_block(block, repo) == "it starts a server forever"
 
 
+def test_a_marker_on_a_block_that_never_runs_fails(repo):
+    fails(repo, fence("text", "a tree", "<!-- not run: it is only a tree -->"), "drop the marker")
+
+
 def test_a_marker_away_from_a_fence_is_reported(repo):
     blocks_of(repo, "<!-- not run: it marks nothing at all -->\n\n" + fence("text", "a tree"))
     assert stray_markers(repo / "docs" / "sample.md", repo) == [
