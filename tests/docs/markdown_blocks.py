@@ -12,6 +12,7 @@ A fence's info string is `LANGUAGE TAG...`; the line right before it may be
     json scenario       validates with the engine and simulates
     json response N     the answer of the `http` block before it (checked by that block)
     python              runs as a script in a subprocess from the repository root
+    toml                parses as TOML (a part of a file)
     toml scene          validates with the scenes package's Scene model
     http                a request sent to the app in-process; the next fence, when it is
                         `json response N`, is the answer it must give (status N, JSON subset)
@@ -50,10 +51,10 @@ LANGUAGES = ("bash", "sh", "json", "python", "toml", "http", "text")
 WHAT_TO_DO = (
     "Give the fence one of the languages the docs tests run: `bash`/`sh` (commands, tag `exit=N` "
     "for a non-zero status), `json` (parses), `json scenario` (a complete scenario), "
-    "`json response STATUS` (after an `http` block), `python` (a script), `toml scene` (a scene "
-    "file), `http` (a request to the app) or `text` (a diagram or tree, not checked); or, only "
-    "when it truly cannot run in the test suite, put `<!-- not run: REASON -->` on the line "
-    "right before it."
+    "`json response STATUS` (after an `http` block), `python` (a script), `toml` (parses), "
+    "`toml scene` (a whole scene file), `http` (a request to the app) or `text` (a diagram or "
+    "tree, not checked); or, only when it truly cannot run in the test suite, put "
+    "`<!-- not run: REASON -->` on the line right before it."
 )
 
 
@@ -198,12 +199,9 @@ def _runner(block: Block):
             f"{block.id}: unknown tags {tags} on a `json` fence: use none, `scenario`, or `response STATUS`"
         )
     if lang == "toml":
-        if tags != ["scene"]:
-            raise BlockFailure(
-                f"{block.id}: a `toml` fence must be tagged `toml scene` (a scene file the test validates). "
-                f"{WHAT_TO_DO}"
-            )
-        return run_toml_scene
+        if tags not in ([], ["scene"]):
+            raise BlockFailure(f"{block.id}: unknown tags {tags} on a `toml` fence: use none or `scene`")
+        return run_toml_scene if tags else run_toml
     if tags:
         raise BlockFailure(f"{block.id}: a `{lang}` fence takes no tags; it has {tags}")
     return {"python": run_python, "http": run_http, "text": _nothing}[lang]
@@ -244,15 +242,23 @@ def run_scenario(block: Block, root: Path) -> None:
         ) from None
 
 
+def _load_toml(block: Block) -> dict[str, Any]:
+    try:
+        return tomllib.loads(block.content)
+    except tomllib.TOMLDecodeError as exc:
+        raise BlockFailure(f"{block.id}: not valid TOML: {exc}") from None
+
+
+def run_toml(block: Block, root: Path) -> None:
+    _load_toml(block)
+
+
 def run_toml_scene(block: Block, root: Path) -> None:
     from pydantic import ValidationError
 
     from scenes.model import Scene
 
-    try:
-        data = tomllib.loads(block.content)
-    except tomllib.TOMLDecodeError as exc:
-        raise BlockFailure(f"{block.id}: not valid TOML: {exc}") from None
+    data = _load_toml(block)
     # scenes.load_scene validates a file of scenes/data with Scene.model_validate (after tagging
     # each QA with its scene id, which the model fills in when missing); a doc's example scene is
     # not on the course map, so it goes to the same model directly.

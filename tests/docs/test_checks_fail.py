@@ -105,7 +105,7 @@ def test_an_indented_code_block_fails(repo):
 
 
 def test_unknown_tags_fail(repo):
-    fails(repo, fence("toml", "a = 1"), "`toml scene`")
+    fails(repo, fence("toml scenes", "a = 1"), "use none or `scene`")
     fails(repo, fence("json sceanrio", "{}"), "unknown tags")
     fails(repo, fence("bash exit=x", "true"), "exit=N")
 
@@ -174,6 +174,11 @@ def test_an_invalid_scenario_fails(repo):
     passes(repo, fence("json scenario", '{"actions": [{"do": "produce", "count": 2}]}'))
     fails(repo, fence("json scenario", '{"actions": [{"do": "fly"}]}'), "does not run", "actions[0]")
     fails(repo, fence("json scenario", '{"topic": {"replication_factor": 0}}'), "does not run")
+
+
+def test_toml_must_parse(repo):
+    passes(repo, fence("toml", "[[beats]]\nid = 'a'"))
+    fails(repo, fence("toml", "[[beats]\nid = 'a'"), "not valid TOML")
 
 
 def test_an_invalid_scene_fails(repo):
