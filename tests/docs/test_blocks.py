@@ -17,8 +17,9 @@ from tests.docs.markdown_blocks import (
 )
 
 BLOCKS = all_blocks()
-# Not-run blocks are a cost: each is a command nobody checks. Raise this only with a reason.
-MAX_NOT_RUN = 10
+# Not-run blocks are a cost: each is a command nobody checks. 11 with every page of issue 13
+# written; raise this only with a reason.
+MAX_NOT_RUN = 12
 
 
 @pytest.fixture(scope="module", autouse=True)
