@@ -7,11 +7,18 @@
     all_qa()           -> every QA of every built scene plus COURSE_QA
 
 Scene files live in scenes/data/<id>.toml and are validated against scenes.model when loaded.
+
+A draft directory: when the environment variable BUILD_KAFKA_SCENES_DIR names a directory at
+import time, its `<id>.toml` files are scenes of the course too, listed after the course map's own
+by that directory's `course.toml` (the same `[[scene]]` tables as scenes/data/course.toml). So a
+new scene can be written, replayed, served and tested before it is moved into scenes/data/
+(docs/adding-a-scene.md). Its golden traces then live in that directory's `golden/`.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -33,22 +40,62 @@ from scenes.model import (
 
 __all__ = [
     "QA", "Beat", "Challenge", "CodeBlock", "CodeLine", "Knob", "Predict", "Scene", "SceneSummary",
-    "COURSE_QA", "SCENE_IDS", "DATA_DIR", "all_qa", "apply_knobs", "list_scenes", "load_scene",
-    "format_knob_value", "normalize_scene_id", "split_target",
+    "COURSE_QA", "SCENE_IDS", "DATA_DIR", "DRAFT_DIR", "SCENES_DIR_ENV", "all_qa", "apply_knobs",
+    "list_scenes", "load_scene", "format_knob_value", "normalize_scene_id", "scene_file", "split_target",
 ]
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
+SCENES_DIR_ENV = "BUILD_KAFKA_SCENES_DIR"
+_NOT_SCENES = {"course", "course_qa", "glossary"}
 
 
-def _read_toml(name: str) -> dict[str, Any]:
-    with (DATA_DIR / name).open("rb") as fh:
+def _draft_dir() -> Path | None:
+    raw = os.environ.get(SCENES_DIR_ENV, "").strip()
+    if not raw:
+        return None
+    path = Path(raw).resolve()
+    if not path.is_dir():
+        raise ValueError(f"{SCENES_DIR_ENV}={raw!r} is not a directory")
+    if path == DATA_DIR:
+        raise ValueError(f"{SCENES_DIR_ENV} names scenes/data itself; it is for a draft directory")
+    return path
+
+
+# read once, at import: SCENE_IDS below and every cache are built from it
+DRAFT_DIR: Path | None = _draft_dir()
+
+
+def _read_toml(name: str, directory: Path = DATA_DIR) -> dict[str, Any]:
+    with (directory / name).open("rb") as fh:
         return tomllib.load(fh)
+
+
+def _scene_files(directory: Path) -> set[str]:
+    return {p.stem for p in directory.glob("*.toml")} - _NOT_SCENES
+
+
+@functools.cache
+def _draft_ids() -> frozenset[str]:
+    return frozenset(_scene_files(DRAFT_DIR)) if DRAFT_DIR is not None else frozenset()
+
+
+def scene_file(scene_id: str) -> Path:
+    """The file a built scene is read from: scenes/data/<id>.toml, or the draft directory's."""
+    directory = DRAFT_DIR if scene_id in _draft_ids() and DRAFT_DIR is not None else DATA_DIR
+    return directory / f"{scene_id}.toml"
 
 
 @functools.cache
 def _course() -> tuple[SceneSummary, ...]:
     rows = _read_toml("course.toml")["scene"]
-    built = {p.stem for p in DATA_DIR.glob("*.toml")} - {"course", "course_qa", "glossary"}
+    built = _scene_files(DATA_DIR)
+    if DRAFT_DIR is not None:
+        clash = built & _draft_ids()
+        if clash:
+            raise ValueError(f"{SCENES_DIR_ENV} holds scenes that scenes/data has too: {sorted(clash)}")
+        built |= _draft_ids()
+        if (DRAFT_DIR / "course.toml").exists():
+            rows = rows + _read_toml("course.toml", DRAFT_DIR).get("scene", [])
     summaries = tuple(SceneSummary(**row, built=row["id"] in built) for row in rows)
     ids = [s.id for s in summaries]
     if len(set(ids)) != len(ids):
@@ -83,7 +130,8 @@ def load_scene(scene_id: str) -> Scene:
         raise KeyError(f"no scene {scene_id!r}")
     if not summary.built:
         raise KeyError(f"scene {scene_id!r} is on the course map but not built yet")
-    data = _read_toml(f"{scene_id}.toml")
+    path = scene_file(scene_id)
+    data = _read_toml(path.name, path.parent)
     data["qa"] = [{**qa, "scene": scene_id} for qa in data.get("qa", [])]
     scene = Scene.model_validate(data)
     for field in ("id", "slug", "title", "promise", "minutes"):

@@ -5,7 +5,9 @@
     python -m scenes.golden 05         only scene 05 (ids may be combined with --check)
 
 Each file is `<scene>-<beat>.txt` with one line per engine step: "t_ms kind text". Regenerate
-only deliberately, after checking that the new behaviour is the right one.
+only deliberately, after checking that the new behaviour is the right one. A scene of a draft
+directory (BUILD_KAFKA_SCENES_DIR, see scenes/__init__.py) keeps its files in that directory's
+`golden/`, so drafting one writes nothing into the checkout.
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ def trace(scene_id: str, beat_id: str) -> str:
 
 
 def golden_path(scene_id: str, beat_id: str) -> Path:
-    return GOLDEN_DIR / f"{scene_id}-{beat_id}.txt"
+    from scenes import DATA_DIR, scene_file
+
+    source = scene_file(scene_id).parent
+    directory = GOLDEN_DIR if source == DATA_DIR else source / "golden"
+    return directory / f"{scene_id}-{beat_id}.txt"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,9 +55,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     differ: list[str] = []
     written = 0
+    places: set[Path] = set()
     for sid in wanted or built:
         for beat in load_scene(sid).beats:
             path = golden_path(sid, beat.id)
+            places.add(path.parent)
             text = trace(sid, beat.id)
             old = path.read_text(encoding="utf-8") if path.exists() else None
             if old == text:
@@ -66,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in differ:
             print(f"differs: {p}")
         return 1 if differ else 0
-    print(f"wrote {written} golden file(s) in {GOLDEN_DIR}")
+    print(f"wrote {written} golden file(s) in {', '.join(sorted(map(str, places))) or GOLDEN_DIR}")
     return 0
 
 
