@@ -7,7 +7,7 @@
 For each path and each width (1280 and 360 px unless --width is given) it saves the whole page.
 With --stops it then presses the Step key (→), as a learner does, until the beat has no stop
 left, and saves the viewer (diagram, Step bar, caption) at every stop. It fails, naming the stop,
-when a press of the key does not move the page on or a stop looks exactly like the one before,
+when a press of the key does not move the page on or leaves the diagram exactly as it was,
 and when the page logs an error to the console. It prints every file it wrote.
 
 Without --base-url it serves the app itself (uvicorn, on 127.0.0.1 and a free port) for as long
@@ -105,11 +105,11 @@ def wait_settled(page) -> None:
 
 def walk_stops(page, out: Path, stem: str, written: list[Path]) -> None:
     """Press → at every stop of the beat and save the viewer each time."""
-    viewer = page.locator(".viewer").first
+    viewer, diagram = page.locator(".viewer").first, page.locator("#diagram")
     shot = out / f"{stem}-stop00.png"
     viewer.screenshot(path=str(shot))
     written.append(shot)
-    before = viewer.inner_html()
+    before = diagram.inner_html()
     for n in range(1, MAX_STOPS + 1):
         forward = page.locator("#step-forward")
         # at the beat's last stop the Step link turns into Next beat / Challenge / Next scene
@@ -127,9 +127,10 @@ def walk_stops(page, out: Path, stem: str, written: list[Path]) -> None:
         shot = out / f"{stem}-stop{n:02d}.png"
         viewer.screenshot(path=str(shot))
         written.append(shot)
-        now = viewer.inner_html()
+        now = diagram.inner_html()
         if now == before:
-            raise ShotError(f"{stem}: stop {n} ({page.url}) shows exactly what stop {n - 1} showed")
+            raise ShotError(f"{stem}: at stop {n} ({page.url}) the diagram is exactly as it was at stop "
+                            f"{n - 1}")
         before = now
     raise ShotError(f"{stem}: more than {MAX_STOPS} stops")
 
