@@ -6,17 +6,21 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-READERS = [*sorted((ROOT / "app").rglob("*.py")), ROOT / "scripts" / "serve.sh"]
+READERS = [*sorted(p for pkg in ("app", "scenes", "engine") for p in (ROOT / pkg).rglob("*.py")),
+           ROOT / "scripts" / "serve.sh"]
 NAME = re.compile(r"\b(BUILD_KAFKA_[A-Z0-9_]+|DATABASE_URL|PORT)\b")
 
 
 def variables_read() -> set[str]:
-    """Every variable name the app and the serve script mention in a lookup of the environment."""
+    """Every BUILD_KAFKA_* name the code mentions (the prefix is ours, so any mention is a setting),
+    and the two unprefixed ones where a line looks them up in the environment."""
     found = set()
     for path in READERS:
         for line in path.read_text(encoding="utf-8").splitlines():
-            if re.search(r"environ|env\.get|getenv|_env_number|\$\{", line):
-                found |= set(NAME.findall(line))
+            names = set(NAME.findall(line))
+            if not re.search(r"environ|env\.get|getenv|_env_number|\$\{", line):
+                names = {n for n in names if n.startswith("BUILD_KAFKA_")}
+            found |= names
     return found
 
 
