@@ -43,25 +43,12 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from app.settings import default_engine_workers
+from app.settings import default_engine_workers, env_number
 
 log = logging.getLogger("uvicorn.error")
 
 FD_RESERVE = 64  # descriptors kept free for the listening socket, logs, worker pipes and files
 LOG_EVERY_S = 1.0
-
-
-def _env_number(env: dict[str, str], name: str, default: float, kind: type = int) -> Any:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise SystemExit(f"{name}={raw!r} is not a number") from None
-    if value < 0:
-        raise SystemExit(f"{name}={raw!r} must not be negative")
-    return value
 
 
 @dataclass(frozen=True)
@@ -87,7 +74,7 @@ class ServeConfig:
         # one server process by default: it only parses HTTP and relays, the engine workers do
         # the work. On 2 cores, 1 server + 2 engine workers gave 321 step updates/s, 2 servers
         # + 2 x 2 engine workers 249-282/s (bench/web.py --serve), from less contention.
-        web = _env_number(env, "BUILD_KAFKA_WEB_WORKERS", 1 if cpus <= 4 else min(4, cpus // 2)) or 1
+        web = env_number(env, "BUILD_KAFKA_WEB_WORKERS", 1 if cpus <= 4 else min(4, cpus // 2)) or 1
         # at least two per server process: a request skips a worker stuck on a heavy run (see
         # app/workers.py), which needs another worker to go to
         engine_default = max(2, default_engine_workers() // web)
@@ -95,13 +82,13 @@ class ServeConfig:
         access_log = env.get("BUILD_KAFKA_ACCESS_LOG", "1").strip().lower()
         return cls(
             host=env.get("BUILD_KAFKA_HOST", "").strip() or cls.host,
-            port=_env_number(env, "BUILD_KAFKA_PORT", _env_number(env, "PORT", cls.port)),
+            port=env_number(env, "BUILD_KAFKA_PORT", env_number(env, "PORT", cls.port)),
             web_workers=web,
-            engine_workers=_env_number(env, "BUILD_KAFKA_ENGINE_WORKERS", engine_default),
-            header_timeout_s=_env_number(env, "BUILD_KAFKA_HEADER_TIMEOUT_S", cls.header_timeout_s, float),
-            body_timeout_s=_env_number(env, "BUILD_KAFKA_BODY_TIMEOUT_S", cls.body_timeout_s, float),
-            keepalive_timeout_s=_env_number(env, "BUILD_KAFKA_KEEPALIVE_TIMEOUT_S", keepalive_default, float),
-            max_connections=_env_number(env, "BUILD_KAFKA_MAX_CONNECTIONS", cls.max_connections) or 1,
+            engine_workers=env_number(env, "BUILD_KAFKA_ENGINE_WORKERS", engine_default),
+            header_timeout_s=env_number(env, "BUILD_KAFKA_HEADER_TIMEOUT_S", cls.header_timeout_s, float),
+            body_timeout_s=env_number(env, "BUILD_KAFKA_BODY_TIMEOUT_S", cls.body_timeout_s, float),
+            keepalive_timeout_s=env_number(env, "BUILD_KAFKA_KEEPALIVE_TIMEOUT_S", keepalive_default, float),
+            max_connections=env_number(env, "BUILD_KAFKA_MAX_CONNECTIONS", cls.max_connections) or 1,
             log_level=env.get("BUILD_KAFKA_LOG_LEVEL", "").strip().lower() or cls.log_level,
             access_log=access_log not in ("0", "false", "no", "off"),
         )

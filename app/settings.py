@@ -10,8 +10,25 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def env_number(env: dict[str, str] | os._Environ[str], name: str, default: Any, kind: type = int) -> Any:
+    """A number from the environment, or `default` when the variable is unset or blank. A value
+    that is not a number of that kind, or is negative, stops the process with a message naming
+    the variable (never a traceback)."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise SystemExit(f"{name}={raw!r} is not a number") from None
+    if value < 0:
+        raise SystemExit(f"{name}={raw!r} must not be negative")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,25 +119,21 @@ class Settings:
         how many hours a workshop's join code works (12)."""
         env = os.environ if environ is None else environ
         proxies = tuple(p.strip() for p in env.get("BUILD_KAFKA_TRUSTED_PROXIES", "").split(",") if p.strip())
-        workers = env.get("BUILD_KAFKA_ENGINE_WORKERS", "").strip()
-        deadline = env.get("BUILD_KAFKA_RUN_DEADLINE_S", "").strip()
-        step_cache = env.get("BUILD_KAFKA_STEP_CACHE_BYTES", "").strip()
         data_dir = env.get("BUILD_KAFKA_DATA_DIR", "").strip()
         database_url = env.get("DATABASE_URL", "").strip()
-        ttl_h = env.get("BUILD_KAFKA_WORKSHOP_TTL_H", "").strip()
-        chosen: dict[str, object] = {"trusted_proxies": proxies}
-        if workers:
-            chosen["engine_workers"] = int(workers)
-        if deadline:
-            chosen["run_deadline_s"] = float(deadline)
-        if step_cache:
-            chosen["step_cache_bytes"] = int(step_cache)
+        base = cls()
+        ttl_h = env_number(env, "BUILD_KAFKA_WORKSHOP_TTL_H", base.workshop_ttl_s / 3600, float)
+        chosen: dict[str, object] = {
+            "trusted_proxies": proxies,
+            "engine_workers": env_number(env, "BUILD_KAFKA_ENGINE_WORKERS", base.engine_workers),
+            "run_deadline_s": env_number(env, "BUILD_KAFKA_RUN_DEADLINE_S", base.run_deadline_s, float),
+            "step_cache_bytes": env_number(env, "BUILD_KAFKA_STEP_CACHE_BYTES", base.step_cache_bytes),
+            "workshop_ttl_s": ttl_h * 3600,
+        }
         if data_dir:
             chosen["data_dir"] = Path(data_dir)
         if database_url:
             chosen["database_url"] = database_url
-        if ttl_h:
-            chosen["workshop_ttl_s"] = float(ttl_h) * 3600
         return cls(**chosen)
 
 

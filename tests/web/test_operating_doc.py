@@ -18,7 +18,7 @@ def variables_read() -> set[str]:
     for path in READERS:
         for line in path.read_text(encoding="utf-8").splitlines():
             names = set(NAME.findall(line))
-            if not re.search(r"environ|env\.get|getenv|_env_number|\$\{", line):
+            if not re.search(r"environ|env\.get|getenv|env_number|\$\{", line):
                 names = {n for n in names if n.startswith("BUILD_KAFKA_")}
             found |= names
     return found

@@ -466,6 +466,20 @@ def test_settings_read_trusted_proxies_from_the_environment():
     assert Settings.from_env({}).trusted_proxies == ()
 
 
+@pytest.mark.parametrize("name,value,message", [
+    ("BUILD_KAFKA_RUN_DEADLINE_S", "fast", "is not a number"),
+    ("BUILD_KAFKA_STEP_CACHE_BYTES", "-1", "must not be negative"),
+    ("BUILD_KAFKA_WORKSHOP_TTL_H", "12h", "is not a number"),
+    ("BUILD_KAFKA_ENGINE_WORKERS", "two", "is not a number"),
+])
+def test_a_bad_number_in_the_environment_stops_with_the_variables_name(name, value, message):
+    from app.settings import Settings
+
+    with pytest.raises(SystemExit, match=f"{name}=.*{message}"):
+        Settings.from_env({name: value})
+    assert Settings.from_env({"BUILD_KAFKA_WORKSHOP_TTL_H": "1.5"}).workshop_ttl_s == 5400
+
+
 def test_a_trusted_proxys_forwarded_for_is_the_client_address():
     """Per-address limits (workshop joins and unknown codes) count the visitor behind a trusted
     proxy, from the last X-Forwarded-For entry (the one the proxy added); an untrusted peer's
