@@ -1,4 +1,5 @@
-"""Build Kafka's engine: a deterministic simulator of one Kafka partition on a KRaft cluster.
+"""Build Kafka's engine: a deterministic simulator of a Kafka topic (up to 12 partitions) on a KRaft
+cluster, with its producers, consumers, groups and transactions.
 
     >>> from engine import simulate
     >>> result = simulate({"actions": [{"do": "produce", "records": ["a"]}, {"do": "settle"}]})

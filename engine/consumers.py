@@ -35,8 +35,9 @@ are handled by the heartbeat thread at any time. Commits are checked by the brok
 
 Not modelled: the coordinator's own `__consumer_offsets` replicas (the coordinator is the first
 running broker of the offsets partition's stripe; when it moves, the new one has the group's
-state at once), KIP-848 groups (refused), several topics per group, transactions and
-`read_committed`.
+state at once), KIP-848 groups (refused) and several topics per group. Transactions are
+engine/transactions.py's; this module's fetch asks it for the read_committed bound (the LSO) and
+drops aborted and control records.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ here a `compact` policy switches the size and time passes off, a batch can carry
 delete horizon and keep its offsets when records leave it, and the log keeps its cleaner
 checkpoint and the offsets the cleaner removed.
 
-Not modelled: transactions (the last stable offset equals the high watermark here), tiered
-storage, and record batches split across fetches (a read returns whole records, not Kafka's whole
-batches that the client trims).
+Not modelled here: transactions (engine/transactions.py gives the last stable offset that the
+uncleanable point and the fetches use), tiered storage, and record batches split across fetches
+(a read returns whole records, not Kafka's whole batches that the client trims).
 """
 
 from __future__ import annotations

@@ -57,7 +57,9 @@ read_committed reads to the LSO, and the client drops aborted records using the 
 transactions the fetch returns. No poll returns a control record; the position moves past it.
 
 Simplifications: the coordinator's `__transaction_state` and the group's `__consumer_offsets`
-are not replicated logs (a write takes one hop); the coordinator does not move; markers carry
+are not replicated logs (a write takes one hop); when the coordinator moves (the first running
+broker of the transaction-state partition's stripe, `coordinator`), the next one has the
+transactional.id's state at once; markers carry
 no coordinator epoch; epochs never run out (no producer-id rotation at 32766); a transactional
 produce is not verified with the coordinator by the leader (KIP-890 part 1) -- TV1's client adds
 the partition first, so a well-behaved client never needs it.
