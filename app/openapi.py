@@ -42,7 +42,8 @@ PROBLEM_SCHEMA: dict[str, Any] = {
         "path": {
             "type": "string",
             "description": "Where the problem is: a field path such as `actions[0].broker`, "
-            "`$` for the whole body, `?steps` for the query parameter.",
+            "`actions` for the actions as a whole (a run over a cap), `$` for the whole body, "
+            "`?steps` for the query parameter.",
         },
         "message": {"type": "string", "description": "What is wrong, in plain words."},
     },
@@ -55,7 +56,8 @@ ERROR_SCHEMA: dict[str, Any] = {
         "error": {
             "type": "string",
             "description": "A fixed code: invalid_scenario, payload_too_large, unsupported_media_type, "
-            "try_again_shortly.",
+            "try_again_shortly; not_found and method_not_allowed for an address or method the API "
+            "does not have.",
         },
         "problems": {"type": "array", "items": {"$ref": "#/components/schemas/Problem"}},
         "budget": {
@@ -63,7 +65,10 @@ ERROR_SCHEMA: dict[str, Any] = {
             "description": "Only when a run went over a cap: which one (events, steps, sim_time, "
             "result_bytes; deadline on a 503).",
         },
-        "detail": {"type": "string", "description": "On a 503: the reason, in plain words."},
+        "detail": {
+            "type": "string",
+            "description": "The reason in plain words, on a 503 and on errors that have no problems list.",
+        },
     },
 }
 RESULT_SCHEMA: dict[str, Any] = {
@@ -191,7 +196,7 @@ def simulate_openapi(max_body_bytes: int, deadline_s: float, max_events: int) ->
                     "over_a_cap": {
                         "error": "invalid_scenario",
                         "budget": "events",
-                        "problems": [{"path": "$", "message": over_events}],
+                        "problems": [{"path": "actions", "message": over_events}],
                     },
                 },
             ),
@@ -203,7 +208,7 @@ def simulate_openapi(max_body_bytes: int, deadline_s: float, max_events: int) ->
                         "error": "try_again_shortly",
                         "budget": "deadline",
                         "detail": deadline,
-                        "problems": [{"path": "$", "message": deadline}],
+                        "problems": [{"path": "actions", "message": deadline}],
                     }
                 },
                 headers={"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "integer"}}},
@@ -244,12 +249,21 @@ def scenario_schema() -> dict[str, Any]:
     return scenario_json_schema()
 
 
+def _moved(ref: Any) -> Any:
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return "#/components/schemas/" + ref.removeprefix("#/$defs/")
+    return ref
+
+
 def _rewrite_refs(node: Any) -> Any:
+    """`#/$defs/X` -> `#/components/schemas/X` in every `$ref` and discriminator mapping."""
     if isinstance(node, dict):
         out = {}
         for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
-                out[key] = "#/components/schemas/" + value.removeprefix("#/$defs/")
+            if key == "$ref":
+                out[key] = _moved(value)
+            elif key == "discriminator" and isinstance(value, dict) and "mapping" in value:
+                out[key] = {**value, "mapping": {k: _moved(v) for k, v in dict(value["mapping"]).items()}}
             else:
                 out[key] = _rewrite_refs(value)
         return out
