@@ -64,6 +64,17 @@ class Rendered:
     ids: frozenset[str]  # every heading id on the page
 
 
+def nest(toc: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The table of contents as h2 entries, each with its h3s under `children`."""
+    out: list[dict[str, Any]] = []
+    for h in toc:
+        if h["level"] == 2 or not out:
+            out.append({**h, "children": []})
+        else:
+            out[-1]["children"].append(h)
+    return out
+
+
 def page_url(name: str) -> str:
     return DOCS_PATH if name == "" else f"{DOCS_PATH}/{name}"
 

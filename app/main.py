@@ -691,6 +691,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         context = {
             "page_title": doc.title if page.name else "Docs",
             "doc": doc,
+            "toc": docs_mod.nest(doc.toc),
             "page": page,
             "pages": docs_site.listing(),
         }
