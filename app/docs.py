@@ -184,15 +184,17 @@ def _render_image(self, tokens, idx, options, env) -> str:
 
 
 def _render_repo_ref_open(self, tokens, idx, options, env) -> str:
-    return '<span class="doc-path">'
+    # link text that is the path itself, written without backticks, is shown as code all the same
+    return '<span class="doc-path"><code>' if tokens[idx].meta["as_code"] else '<span class="doc-path">'
 
 
 def _render_repo_ref_close(self, tokens, idx, options, env) -> str:
     meta = tokens[idx].meta
-    path = escapeHtml(meta["path"])
-    if meta["shown"]:  # the link text already names the path
+    if meta["as_code"]:
+        return "</code></span>"
+    if meta["shown"]:  # the link text already names the path, in code
         return "</span>"
-    return f' (<code>{path}</code>)</span>'
+    return f' (<code>{escapeHtml(meta["path"])}</code>)</span>'
 
 
 class DocsSite:
@@ -307,9 +309,11 @@ class DocsSite:
                 shown = _plain(inner).strip().strip("`").rstrip("/") in (
                     target.rstrip("/"), posixpath.basename(target.rstrip("/")), str(href).rstrip("/")
                 )
+                as_code = shown and not any(t.type == "code_inline" for t in inner)
                 opener = Token("repo_ref_open", "span", 1)
+                opener.meta = {"as_code": as_code}
                 closer = Token("repo_ref_close", "span", -1)
-                closer.meta = {"path": target, "shown": shown}
+                closer.meta = {"path": target, "shown": shown, "as_code": as_code}
                 stack.append(closer)
                 out.append(opener)
             elif token.type == "link_close":

@@ -203,6 +203,7 @@ def test_links_are_rewritten_to_pages_and_repository_files_become_code(tmp_path)
         "[o](other.md) [ox](other.md#part-two) [i](README.md) [r](../README.md#set-up)\n"
         "[the models](../engine/scenario.py) [`engine/scenario.py`](../engine/scenario.py)\n"
         "[gone](missing.md) [out](../../etc/passwd) [web](https://kafka.apache.org/) [h](#a)\n"
+        "[engine/steps.py](../engine/steps.py)\n"
         "[abs](/openapi.json) ![a diagram](pic.png)\n",
     })  # fmt: skip
     html = site.render(site.pages()["a"]).intro_html
@@ -213,6 +214,7 @@ def test_links_are_rewritten_to_pages_and_repository_files_become_code(tmp_path)
         'the models (<code>engine/scenario.py</code>)',
         '<span class="doc-path"><code>engine/scenario.py</code></span>',
         'gone (<code>docs/missing.md</code>)', '[a diagram]',
+        '<span class="doc-path"><code>engine/steps.py</code></span>',
     ):  # fmt: skip
         assert expected in html, expected
     assert html.count("<a ") == 7 and "pic.png" not in html and "passwd</code>" in html
