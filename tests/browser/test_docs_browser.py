@@ -8,7 +8,7 @@ from playwright.sync_api import Page, expect
 
 BLOCKING_IMPACTS = {"serious", "critical"}
 SCREENS = {"desktop": (1280, 800), "phone": (360, 740)}
-PAGES = ["/docs/http-api", "/docs/readme", "/docs"]
+PAGES = ["/docs/http-api", "/docs/scenario-format", "/docs/readme", "/docs"]
 
 
 @pytest.mark.parametrize("screen", sorted(SCREENS))
@@ -22,6 +22,8 @@ def test_docs_screenshots(page: Page, live_server, screenshot_dir, screen, theme
     page.screenshot(path=str(screenshot_dir / f"docs-http-api-{screen}-{theme}.png"))
     page.locator("#errors").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshot_dir / f"docs-http-api-errors-{screen}-{theme}.png"))
+    page.goto(f"{live_server}/docs/scenario-format#the-top-level")  # the long field tables
+    page.screenshot(path=str(screenshot_dir / f"docs-scenario-format-{screen}-{theme}.png"))
     assert console_errors == []
 
 

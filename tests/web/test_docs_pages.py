@@ -1,7 +1,8 @@
 """The docs in the app: /docs renders every docs/*.md (app/docs.py), links between pages and to
 anchors resolve inside the app, unknown names and traversal attempts are 404 pages that list
 the docs, and /openapi.json and /api/v1/scenario.schema.json describe the API (app/openapi.py).
-docs/http-api.md's requests are sent to the app and its documented answers compared."""
+tests/docs runs docs/http-api.md's requests against the app; here, the two answers it cannot get
+from the default app in time are checked against apps with other limits."""
 
 from __future__ import annotations
 
@@ -383,27 +384,6 @@ def _request(text: str) -> tuple[str, str, dict[str, str], bytes]:
     return method, target, headers, body.strip().encode()
 
 
-def matches(documented, actual) -> bool:
-    """The docs' rule: documented keys present with equal values, "..." anything, a list ending
-    in "..." a prefix."""
-    if documented == "...":
-        return True
-    if isinstance(documented, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and matches(v, actual[k]) for k, v in documented.items()
-        )
-    if isinstance(documented, list):
-        if not isinstance(actual, list):
-            return False
-        if documented and documented[-1] == "...":
-            head = documented[:-1]
-            return len(actual) >= len(head) and all(matches(d, a) for d, a in zip(head, actual, strict=False))
-        return len(documented) == len(actual) and all(
-            matches(d, a) for d, a in zip(documented, actual, strict=True)
-        )
-    return documented == actual
-
-
 def _exchanges(blocks) -> list[tuple[str, str, int, object, bool]]:
     pairs = []
     for (info, text, not_run), nxt in zip(blocks, blocks[1:] + [("", "", False)], strict=True):
@@ -420,18 +400,6 @@ HTTP_EXCHANGES = _exchanges(_blocks(HTTP_API))
 def test_http_api_documents_every_public_endpoint():
     documented = {_request(text)[1].split("?")[0] for text, *_ in HTTP_EXCHANGES}
     assert documented >= set(PUBLIC_PATHS) | {"/openapi.json"}
-
-
-@pytest.mark.parametrize(
-    "text, status, documented",
-    [(t, s, d) for t, _, s, d, not_run in HTTP_EXCHANGES if not not_run],
-    ids=[f"{t.splitlines()[0]} -> {label}" for t, label, *_, n in HTTP_EXCHANGES if not n],
-)
-def test_http_api_examples_answer_as_documented(client, text, status, documented):
-    method, target, headers, body = _request(text)
-    r = client.request(method, target, headers=headers, content=body or None)
-    assert r.status_code == status, r.text[:500]
-    assert matches(documented, r.json()), json.dumps(r.json())[:2000]
 
 
 def test_http_api_examples_that_need_other_limits_have_the_documented_shape():
