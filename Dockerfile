@@ -29,6 +29,9 @@ COPY scenes/ scenes/
 COPY templates/ templates/
 COPY static/ static/
 COPY data/ data/
+# the docs the app serves at /docs (docs/*.md, and the README at /docs/readme)
+COPY docs/ docs/
+COPY README.md ./
 
 # Numeric ids so that Kubernetes' runAsNonRoot can verify the user without reading /etc/passwd.
 RUN groupadd --system --gid 10001 buildkafka \

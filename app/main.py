@@ -36,8 +36,10 @@ from starlette.middleware.gzip import GZipMiddleware
 
 import engine
 import scenes
+from app import docs as docs_mod
 from app import formats, frames, presenters, urls
 from app import glossary as glossary_mod
+from app import openapi as openapi_mod
 from app import panels as state_panels
 from app.qa_panel import qa_panel
 from app.settings import Settings
@@ -271,6 +273,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             if pool is not None:
                 await pool.stop()
 
+    # No Swagger UI or ReDoc (they load third-party scripts); /openapi.json is served below, with
+    # the public API only (app/openapi.py).
     app = FastAPI(title="Build Kafka", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
     app.state.settings = settings
     app.state.engine_pool = pool
@@ -292,6 +296,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         home_url=urls.home_url(),
         site_name=settings.site_name,
         glossary_url=glossary_mod.GLOSSARY_PATH,
+        docs_url=docs_mod.DOCS_PATH,
         glossary_linker=glossary_mod.linker,  # marks terms in template text (the diagram legend)
     )
     templates.env.filters["sim_time"] = formats.sim_time  # the one spelling of simulated time
@@ -341,6 +346,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             {"page_title": title, "status": status, "title": title, "reason": reason},
             status=status,
         )
+
+    def conditional(request: Request, response: Response, cache_control: str) -> Response:
+        """`response` with a weak ETag of its body and `cache_control`, or a 304 when the client
+        already holds that body (If-None-Match). For pages and documents that change only with a
+        deploy or with the visitor's theme (which is in the body, so in the ETag)."""
+        etag = 'W/"' + hashlib.blake2b(bytes(response.body), digest_size=12).hexdigest() + '"'
+        headers = {"ETag": etag, "Cache-Control": cache_control}
+        asked = request.headers.get("if-none-match", "")
+        if etag in (tag.strip() for tag in asked.split(",")) or asked.strip() == "*":
+            vary = {k: v for k, v in response.headers.items() if k.lower() == "vary"}
+            return Response(status_code=304, headers={**headers, **vary})
+        response.headers.update(headers)
+        return response
 
     def load(scene_ref: str):
         scene_id = scenes.normalize_scene_id(scene_ref)
@@ -650,13 +668,99 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         context = {"page_title": "Glossary", "glossary": glossary_mod.glossary_page()}
         return render(request, "glossary.html", context)
 
+    # -- docs (app/docs.py) and the API's description (app/openapi.py) --------------------------
+    # Cheap, so on the event loop: Markdown is rendered once per file version and kept.
+
+    docs_site = docs_mod.DocsSite(settings.docs_dir.parent, settings.docs_dir)
+    app.state.docs = docs_site
+    DOCS_CACHE = "no-cache"  # revalidate: the ETag answers 304 until the file or the theme changes
+
+    def docs_missing(request: Request, name: str) -> Response:
+        context = {"page_title": "Docs page not found", "name": name[:80], "pages": docs_site.listing()}
+        return render(request, "docs_missing.html", context, status=404)
+
+    def docs_response(request: Request, name: str) -> Response:
+        pages = docs_site.pages()
+        page = pages.get(name)
+        if page is None and name == "":  # no docs/README.md: the index is the list of pages
+            page, doc = docs_site.bare_index()
+        elif page is None:
+            return docs_missing(request, name)
+        else:
+            doc = docs_site.render(page, pages)
+        context = {
+            "page_title": doc.title if page.name else "Docs",
+            "doc": doc,
+            "toc": docs_mod.nest(doc.toc),
+            "page": page,
+            "pages": docs_site.listing(),
+        }
+        return conditional(request, render(request, "docs.html", context), DOCS_CACHE)
+
+    @app.get(docs_mod.DOCS_PATH, response_class=HTMLResponse)
+    def docs_index(request: Request):
+        return docs_response(request, "")
+
+    @app.get(docs_mod.DOCS_PATH + "/{name}", response_class=HTMLResponse)
+    def docs_page(request: Request, name: str):
+        if name.endswith(".md"):  # a link written for the code host: the page's own address
+            stem = name.removesuffix(".md")
+            target = "" if stem == docs_mod.INDEX_FILE.removesuffix(".md") else stem
+            if target in docs_site.pages():
+                return RedirectResponse(docs_mod.page_url(target), status_code=308)
+        return docs_response(request, name)
+
+    @app.get(docs_mod.DOCS_PATH + "/{rest:path}", response_class=HTMLResponse)
+    def docs_elsewhere(request: Request, rest: str):
+        return docs_missing(request, rest)
+
+    def openapi_document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = openapi_mod.openapi_document(app)
+        return app.openapi_schema
+
+    app.openapi = openapi_document  # type: ignore[method-assign]
+    JSON_CACHE = "public, max-age=300"  # both change only with a deploy
+    api_documents: dict[str, bytes] = {}
+
+    def json_document(request: Request, key: str, build) -> Response:
+        if key not in api_documents:
+            api_documents[key] = json.dumps(build(), indent=1).encode()
+        response = Response(api_documents[key], media_type="application/json")
+        return conditional(request, response, JSON_CACHE)
+
+    @app.get(openapi_mod.OPENAPI_PATH, include_in_schema=False)
+    def openapi_json(request: Request):
+        return json_document(request, "openapi", openapi_document)
+
+    @app.get(
+        openapi_mod.SCHEMA_PATH,
+        summary="The scenario's JSON Schema",
+        operation_id="scenario_schema",
+        tags=["simulate"],
+        openapi_extra=openapi_mod.SCHEMA_OPENAPI,
+    )
+    def scenario_schema(request: Request):
+        return json_document(request, "schema", openapi_mod.scenario_schema)
+
     # On the event loop itself, never in a thread or a worker: it answers while every engine
     # worker is busy.
-    @app.get("/healthz")
+    @app.get("/healthz", summary="Health check", operation_id="healthz", tags=["health"],
+             openapi_extra=openapi_mod.HEALTHZ_OPENAPI)  # fmt: skip
     async def healthz():
         return {"ok": True}
 
-    @app.post("/api/v1/simulate")
+    @app.post(
+        "/api/v1/simulate",
+        summary="Run a scenario",
+        description="Validate the scenario in the body, run the simulator on it and answer its result. "
+        f"The body's format: {docs_mod.page_url('scenario-format')}.",
+        operation_id="simulate",
+        tags=["simulate"],
+        openapi_extra=openapi_mod.simulate_openapi(
+            settings.max_body_bytes, settings.run_deadline_s, settings.max_api_events
+        ),
+    )
     async def api_simulate(request: Request):
         steps_raw = request.query_params.get("steps", "false").lower()
         if steps_raw not in ("true", "false", "1", "0"):

@@ -35,6 +35,8 @@ def env_number(env: dict[str, str] | os._Environ[str], name: str, default: Any, 
 class Settings:
     templates_dir: Path = REPO_ROOT / "templates"
     static_dir: Path = REPO_ROOT / "static"
+    # Markdown pages served at /docs (app/docs.py); the repository's README.md beside it is /docs/readme
+    docs_dir: Path = REPO_ROOT / "docs"
     # Request-size limits: state is the URL, so the URL is the attack surface.
     max_query_chars: int = 4096
     max_body_bytes: int = 256 * 1024

@@ -150,6 +150,7 @@ def test_build_context_leaves_out_the_venv_and_tests():
     admitted = {rules[i][1:].rstrip("/") for i in admitted_lines}
     copied = {source.rstrip("/") for source, _ in re.findall(r"^COPY (\S+) (\S+)$", dockerfile_text(), re.M)}
     image = {"requirements.lock", "app", "engine", "scenes", "templates", "static", "data"}
+    image |= {"docs", "README.md"}  # served at /docs
     assert admitted == copied == image
 
 
@@ -200,6 +201,8 @@ def test_what_the_image_copies_and_installs_serves_a_scene_with_charts(tmp_path)
         with urllib.request.urlopen(base + "/scenes/05", timeout=60) as response:
             page = response.read().decode()
         assert "at scale" in page.lower(), "scene 05 lost its at-scale charts panel"
+        with urllib.request.urlopen(base + "/docs/http-api", timeout=30) as response:
+            assert "/api/v1/simulate" in response.read().decode(), "the image serves no docs"
     finally:
         server.terminate()
         try:
