@@ -3,10 +3,10 @@ page on a phone (wide code blocks and tables scroll inside their own boxes), and
 serious or critical violation in either theme."""
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
-BLOCKING_IMPACTS = {"serious", "critical"}
+from tests.support.axe import blocking_violations
+
 SCREENS = {"desktop": (1280, 800), "phone": (360, 740)}
 PAGES = ["/docs/http-api", "/docs/scenario-format", "/docs/readme", "/docs"]
 
@@ -42,10 +42,4 @@ def test_a_docs_page_does_not_scroll_sideways_on_a_phone(page: Page, live_server
 def test_docs_pages_are_clean_under_axe(page: Page, live_server, path, theme):
     page.context.add_cookies([{"name": "theme", "value": theme, "url": live_server}])
     page.goto(live_server + path)
-    results = Axe().run(page)
-    blocking = [
-        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v.get("impact") in BLOCKING_IMPACTS
-    ]
-    assert blocking == []
+    assert blocking_violations(page) == []

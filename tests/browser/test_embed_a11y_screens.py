@@ -3,10 +3,10 @@
 import re
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
-BLOCKING_IMPACTS = {"serious", "critical"}
+from tests.support.axe import blocking_violations
+
 SCREEN_WIDTHS_PX = (360, 1280)
 SCREEN_HEIGHT_PX = 900
 
@@ -54,13 +54,7 @@ def test_axe_finds_no_serious_or_critical_violations(page: Page, live_server, pa
     page.locator("details.describe summary").first.click() if page.locator(
         "details.describe"
     ).count() else None
-    results = Axe().run(page)
-    blocking = [
-        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v.get("impact") in BLOCKING_IMPACTS
-    ]
-    assert blocking == []
+    assert blocking_violations(page) == []
 
 
 @pytest.mark.parametrize("width", SCREEN_WIDTHS_PX)

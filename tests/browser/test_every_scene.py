@@ -5,12 +5,11 @@ keyboard and mouse; and the axe scan over every built scene."""
 import re
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 import scenes
+from tests.support.axe import blocking_violations
 
-BLOCKING_IMPACTS = {"serious", "critical"}
 SCREEN_WIDTHS_PX = (360, 1280)
 SCREEN_HEIGHT_PX = 900
 TIMEOUT_MS = 10_000
@@ -146,10 +145,4 @@ def test_axe_on_every_built_scene(page: Page, live_server, path, theme):
     page.goto(live_server + path)
     for summary in page.locator("details.describe summary").all():
         summary.click()
-    results = Axe().run(page)
-    blocking = [
-        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v.get("impact") in BLOCKING_IMPACTS
-    ]
-    assert blocking == []
+    assert blocking_violations(page) == []

@@ -3,17 +3,11 @@ a tap or click (a native popover, so also without JavaScript), in both themes; /
 page with an open definition stay clean under axe."""
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
-BLOCKING_IMPACTS = {"serious", "critical"}
+from tests.support.axe import blocking_violations
+
 TERM = "#beat .gl-term"
-
-
-def _blocking(page: Page) -> list[str]:
-    results = Axe().run(page)
-    return [f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
-            for v in results.response["violations"] if v.get("impact") in BLOCKING_IMPACTS]
 
 
 def _tip(page: Page, term):
@@ -91,10 +85,10 @@ def test_glossary_page_and_an_open_definition_are_clean_under_axe(page: Page, li
     page.context.add_cookies([{"name": "theme", "value": theme, "url": live_server}])
     page.goto(f"{live_server}/glossary#glossary-hw")
     expect(page.locator("#glossary-hw")).to_be_visible()
-    assert _blocking(page) == []
+    assert blocking_violations(page) == []
     page.goto(f"{live_server}/scenes/04")  # a scene with a definition open
     page.locator(".legend .gl-term").first.click()
-    assert _blocking(page) == []
+    assert blocking_violations(page) == []
 
 
 TIP_BOX = """id => { const r = document.getElementById(id).getBoundingClientRect();

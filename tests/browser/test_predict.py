@@ -5,12 +5,11 @@ import re
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
 
 import scenes
+from tests.support.axe import blocking_violations
 
-BLOCKING_IMPACTS = {"serious", "critical"}
 BEAT = scenes.load_scene("05").beats[0]
 RIGHT = chr(ord("A") + BEAT.predict.answer)
 WRONG = next(chr(ord("A") + i) for i in range(len(BEAT.predict.options)) if i != BEAT.predict.answer)
@@ -50,10 +49,4 @@ def test_axe_on_the_prediction_after_a_guess(page: Page, live_server, guess, the
     page.context.add_cookies([{"name": "theme", "value": theme, "url": live_server}])
     page.goto(f"{live_server}/scenes/05?beat={BEAT.id}&step=4&guess={guess}")
     page.locator("#predict details.why-not summary").click()
-    results = Axe().run(page)
-    blocking = [
-        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v.get("impact") in BLOCKING_IMPACTS
-    ]
-    assert blocking == []
+    assert blocking_violations(page) == []
