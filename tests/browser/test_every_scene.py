@@ -62,15 +62,16 @@ def test_course_map_links_the_built_scenes_in_order(page: Page, live_server):
     page.goto(live_server + "/")
     core = page.locator("#track-core ~ .course-map a.course-title")
     hrefs = [core.nth(i).get_attribute("href") for i in range(core.count())]
-    assert hrefs[:10] == ["/scenes/01", "/scenes/01a", "/scenes/02", "/scenes/02a", "/scenes/03",
-                          "/scenes/04", "/scenes/04a", "/scenes/05", "/scenes/05a", "/scenes/06"]
+    # the built core scenes, in the course map's order (scenes/data/course.toml decides it)
+    order = [s.id for s in scenes.list_scenes() if s.track == "core" and s.built]
+    assert hrefs[:len(order)] == [f"/scenes/{i}" for i in order]
     deep = page.locator("#track-deep ~ .course-map a.course-title")
     deep_hrefs = [deep.nth(i).get_attribute("href") for i in range(deep.count())]
     assert {"/scenes/d2", "/scenes/d3"} <= set(deep_hrefs)
-    # and a learner can walk 01 -> 01a -> 02 -> 02a -> 03 -> 04 -> 04a -> 05 -> 05a -> 06 by the
-    # "Where next" links, then go deeper from 05
-    page.goto(live_server + "/scenes/01")
-    for target in ("01a", "02", "02a", "03", "04", "04a", "05", "05a", "06"):
+    # and a learner can walk the built core scenes in that order by the "Where next" links, then
+    # go deeper from 05
+    page.goto(live_server + f"/scenes/{order[0]}")
+    for target in order[1:]:
         page.click(".course-nav a[rel=next]")
         page.wait_for_url(re.compile(rf"/scenes/{target}(\?|$)"))
     page.goto(live_server + "/scenes/05")

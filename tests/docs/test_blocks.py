@@ -18,8 +18,10 @@ from tests.docs.markdown_blocks import (
 
 BLOCKS = all_blocks()
 # Not-run blocks are a cost: each is a command nobody checks. 11 with every page of issue 13
-# written; raise this only with a reason.
-MAX_NOT_RUN = 12
+# written; 13 since the new-contributor trial asked adding-a-scene.md for the set-up command and
+# the tests to run after moving a scene in (both run the suite's own runner). Raise this only
+# with a reason.
+MAX_NOT_RUN = 14
 
 
 @pytest.fixture(scope="module", autouse=True)
