@@ -44,6 +44,7 @@ README_NAME = "readme"  # the repository's own README.md, /docs/readme
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,79}")
 COMMENT_RE = re.compile(r"<!--.*?-->", re.S)
 TOC_MIN_HEADINGS = 4  # a page with at least this many h2/h3 headings gets a table of contents
+STACK_COLUMNS = 3  # a table this wide is read as cards on a phone
 TOC_LEVELS = (2, 3)
 
 
@@ -124,7 +125,7 @@ def _md() -> MarkdownIt:
     rules("html_inline", _render_html_inline)
     rules("fence", _render_fence)
     rules("code_block", _render_fence)
-    rules("table_open", lambda *a: '<div class="doc-table" tabindex="0"><table>\n')
+    rules("table_open", _render_table_open)
     rules("table_close", lambda *a: "</table></div>\n")
     rules("heading_open", _render_heading_open)
     rules("heading_close", _render_heading_close)
@@ -132,6 +133,31 @@ def _md() -> MarkdownIt:
     rules("repo_ref_open", _render_repo_ref_open)
     rules("repo_ref_close", _render_repo_ref_close)
     return md
+
+
+def _render_table_open(self, tokens, idx, options, env) -> str:
+    # a wide table (STACK_COLUMNS or more) becomes one card per row on a phone (static/app.css)
+    stack = " stack" if (tokens[idx].meta or {}).get("columns", 0) >= STACK_COLUMNS else ""
+    return f'<div class="doc-table{stack}" tabindex="0"><table>\n'
+
+
+def _label_cells(tokens: list[Token]) -> None:
+    """Each body cell of a table carries its column's header as `data-label`, and the table its
+    column count, so a phone can show a wide table's rows as cards that name every value."""
+    table, headers, column = None, [], 0
+    for i, token in enumerate(tokens):
+        if token.type == "table_open":
+            table, headers = token, []
+        elif token.type == "th_open":
+            headers.append(_plain(tokens[i + 1].children).strip())
+        elif token.type == "thead_close" and table is not None:
+            table.meta = {**(table.meta or {}), "columns": len(headers)}
+        elif token.type == "tr_open":
+            column = 0
+        elif token.type == "td_open":
+            if column < len(headers) and headers[column]:
+                token.attrSet("data-label", headers[column])
+            column += 1
 
 
 def _render_html_block(self, tokens, idx, options, env) -> str:
@@ -253,6 +279,7 @@ class DocsSite:
         text = page.path.read_text(encoding="utf-8")
         tokens = self.md.parse(text)
         toc, ids, title = self._headings(tokens)
+        _label_cells(tokens)
         for token in tokens:
             if token.type == "inline" and token.children:
                 token.children = self._links(token.children, page, names)

@@ -35,6 +35,9 @@ def test_a_docs_page_does_not_scroll_sideways_on_a_phone(page: Page, live_server
     # the wide blocks scroll inside themselves instead
     for box in page.locator(".doc pre, .doc-table").all():
         assert box.evaluate("el => getComputedStyle(el).overflowX") == "auto"
+    # and a wide table is one card per row, which fits the screen without scrolling
+    for box in page.locator(".doc-table.stack").all():
+        assert box.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
 
 
 @pytest.mark.parametrize("path", PAGES + ["/docs/no-such-page"])

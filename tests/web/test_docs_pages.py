@@ -422,3 +422,19 @@ def test_http_api_examples_that_need_other_limits_have_the_documented_shape():
         r = c.request(method, target, headers=headers, content=body)
     assert r.status_code == 503 and r.headers["retry-after"] == "1"
     assert json.loads(json.dumps(r.json()).replace(" 0 s ", " 2 s ")) == deadline
+
+
+def test_a_wide_table_names_each_cells_column_so_a_phone_can_show_its_rows_as_cards(tmp_path):
+    site = _site(tmp_path, {
+        "README.md": "# Repo\n",
+        "docs/README.md": "# Index\n",
+        "docs/t.md": "# T\n\n| field | type | meaning |\n|---|---|---|\n| `a` | int | the *first* |\n"
+                     "| `b` | | none |\n\n| page | for |\n|---|---|\n| x | y |\n",
+    })  # fmt: skip
+    html = site.render(site.pages()["t"]).intro_html
+    wide, narrow = html.split('<div class="doc-table', 2)[1:]
+    assert wide.startswith(' stack"') and narrow.startswith('"')
+    assert '<td data-label="field"><code>a</code></td>' in wide
+    assert '<td data-label="meaning">the <em>first</em></td>' in wide
+    assert '<td data-label="type"></td>' in wide
+    assert "data-label" not in narrow or '<td data-label="page">x</td>' in narrow
