@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import engine
+
 
 def sessions(snaps: list[dict[str, Any] | None]) -> list[dict[str, Any]]:
     """Every idempotent producer session some partition has numbered batches for, in start order:
@@ -53,10 +55,10 @@ def _producers(scenario: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"id": "producer", **(scenario.get("producer") or {})}]
 
 
-def idempotent(config: dict[str, Any]) -> bool:
-    """Whether a producer asked for idempotence (explicitly, or by a transactional.id). A producer
-    that left it to the default shows its counters once the engine numbers a batch."""
-    return config.get("enable.idempotence") is not False
+def idempotent(scenario: dict[str, Any]) -> dict[str, bool]:
+    """Each producer process's idempotence, as the engine resolves its client's settings (the
+    version's default, switched off by acks other than all when it was left unset)."""
+    return {pid: p["idempotent"] for pid, p in engine.describe(scenario)["producers"].items()}
 
 
 CLIENT_STATE = {"UNINITIALIZED": "not initialised", "READY": "ready", "IN_TRANSACTION": "in txn",
@@ -80,6 +82,7 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
     several = sum(1 for s in snaps if s is not None) > 1
     rows = sessions(snaps)
     txn = {(i["producer"], int(i.get("started_ms", 0))): i for i in instances(snaps)}
+    resolved = idempotent(scenario)
     lines = []
     for k, pc in enumerate(_producers(scenario)):
         pid = str(pc.get("id", "producer"))
@@ -87,7 +90,7 @@ def producer_lines(scenario: dict[str, Any], snaps: list[dict[str, Any] | None])
         inst = [i for i in txn.values() if i["producer"] == pid]
         if not mine and not any(i["producer_id"] >= 0 for i in inst):
             if k == 0 or inst:
-                lines.append(f"{pid} · no producer id (idempotence off)" if not idempotent(pc)
+                lines.append(f"{pid} · no producer id (idempotence off)" if not resolved.get(pid)
                              else f"{pid} · no producer id yet")
             continue
         for i in inst:  # a transactional instance that has its id but has numbered nothing here

@@ -71,9 +71,13 @@ def validate(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> Scenario:
 
 
 def describe(scenario: Any, limits: Limits = DEFAULT_LIMITS) -> dict[str, Any]:
-    """What a scenario runs under, without running it: its Kafka version and the proposals it uses."""
+    """What a scenario runs under, without running it: its Kafka version, the proposals it uses, and
+    each producer process as its client resolves it (`idempotent`: what `enable.idempotence` ends
+    up as after the version's default and the acks and retries it depends on; `transactional`)."""
     cfg = resolve(scenario if isinstance(scenario, Scenario) else parse(scenario, limits), limits)
-    return {"kafka_version": cfg.profile.version, "proposals": list(cfg.proposals)}
+    producers = {p.id: {"idempotent": p.enable_idempotence, "transactional": p.transactional_id is not None}
+                 for p in cfg.producers}
+    return {"kafka_version": cfg.profile.version, "proposals": list(cfg.proposals), "producers": producers}
 
 
 # Actions whose effects a partition created later would have to replay (engine/sim.py

@@ -183,3 +183,16 @@ def test_an_idempotent_1_1_client_with_acks_and_retries_unset_picks_all_and_max_
     # acks set explicitly to something else: still Kafka's ConfigException
     with pytest.raises(engine.ScenarioError):
         engine.simulate(sc | {"producer": {"enable.idempotence": True, "acks": "1"}})
+
+
+@pytest.mark.parametrize("settings,version,expected", [
+    ({}, "4.1", True),  # 3.0+: idempotence on by default
+    ({"acks": 1}, "4.1", False),  # a default switched off by acks other than all (ProducerConfig)
+    ({"enable.idempotence": False}, "4.1", False),
+    ({}, "1.1", False),  # before 3.0 it was off by default
+    ({"transactional.id": "t"}, "1.1", True),  # a transactional.id implies it
+])
+def test_describe_says_how_each_producer_process_resolves_idempotence(settings, version, expected):
+    described = engine.describe({"kafka_version": version, "producers": [{"id": "p", **settings}]})
+    assert described["producers"]["p"] == {"idempotent": expected,
+                                           "transactional": "transactional.id" in settings}

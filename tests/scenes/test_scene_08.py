@@ -261,3 +261,14 @@ def test_challenge_counts_the_copies_and_names_beat_1():
     empty = SimpleNamespace(steps=[], step=0, view={}, scenario={})
     met, said = challenges.judge("duplicate_then_dedupe", empty)
     assert not met and "Start from beat 1" in said
+
+
+def test_a_producer_whose_acks_switch_idempotence_off_says_so_before_it_sends():
+    """The counters panel reads the client's idempotence from the engine, so a producer that left
+    enable.idempotence unset with acks=1 (the default switched off) is 'idempotence off', not
+    'no producer id yet'."""
+    from app import eos
+
+    assert eos.producer_lines({"producers": [{"id": "p", "acks": 1}]}, [None]) == [
+        "p · no producer id (idempotence off)"]
+    assert eos.producer_lines({"producers": [{"id": "p"}]}, [None]) == ["p · no producer id yet"]
