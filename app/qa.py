@@ -1824,9 +1824,6 @@ LIVE["live_duplicates"] = live_duplicates
 # live answers for scene 07 (rebalancing): a group that several consumers share, read from the
 # view at the current step (its state, generation, history, members) and the steps so far
 
-COMMIT_ERRORS = ("ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS", "FENCED_INSTANCE_ID")
-
-
 def _shared_group(result: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
     """The first group several consumers of the scenario share, and its state at this step
     ({} when it has not formed yet); None when no group is shared."""
@@ -1940,7 +1937,7 @@ def live_commits(result: dict[str, Any], _gid: str, _g: dict[str, Any]) -> str |
     for s in _steps_so_far(result):
         if s.get("kind") == "consumer_commit":
             done.append(f"{s.get('consumer')}'s commit at {clock(int(s['t_ms']))} was accepted")
-        elif s.get("kind") == "consumer_error" and s.get("error") in COMMIT_ERRORS:
+        elif s.get("kind") == "consumer_error" and s.get("request") == "OffsetCommit":
             when = clock(int(s["t_ms"]))
             done.append(f"{s.get('consumer')}'s commit at {when} was refused with {s['error']}")
     if not done:

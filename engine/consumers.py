@@ -796,6 +796,7 @@ class Clients:
                 f"{c.group!r} supports; poll() throws",
                 consumer=c.id,
                 error=error,
+                request="JoinGroup",
             )
             return
         if error == "FENCED_INSTANCE_ID":
@@ -811,6 +812,7 @@ class Clients:
                 f"group.instance.id {c.spec.group_instance_id!r}; this one stops for good",
                 consumer=c.id,
                 error=error,
+                request=request,
             )
             return
         if error in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION"):
@@ -826,6 +828,7 @@ class Clients:
             f"{c.id}'s {request} gets {error}: it rejoins at its next poll()",
             consumer=c.id,
             error=error,
+            request=request,
         )
 
     def _revoke(self, c: ConsumerProc, partitions: list[int], why: str) -> None:
@@ -1675,7 +1678,8 @@ class Clients:
     def _send_commit(self, c: ConsumerProc, offsets: dict[int, int], *, wait: bool, why: str) -> str | None:
         coordinator = self.coordinator_broker(c.group)  # type: ignore[arg-type]
         if coordinator is None:
-            self._error(c, "COORDINATOR_NOT_AVAILABLE", f"{c.id}'s {why} fails: no coordinator is running")
+            self._error(c, "COORDINATOR_NOT_AVAILABLE", f"{c.id}'s {why} fails: no coordinator is running",
+                        request="OffsetCommit")
             return "COORDINATOR_NOT_AVAILABLE"
         self.run_to(self.clock.now + HOP_MS)
         tps = {(self.topic, p): o for p, o in offsets.items()}
@@ -1708,7 +1712,7 @@ class Clients:
                 text = f"{c.id}'s {why} has no position to store: group {c.group!r} commits nothing"
             self.step("consumer_commit", c.id, text, consumer=c.id)
         else:
-            self._error(c, error, f"{c.id}'s {why} of {said} fails: {error}")
+            self._error(c, error, f"{c.id}'s {why} of {said} fails: {error}", request="OffsetCommit")
         if wait:
             self.run_to(self.clock.now + HOP_MS)
         return error
@@ -1801,11 +1805,14 @@ class Clients:
         if since is not None and now > since:
             c.downtime.append({"from_ms": since, "to_ms": now, "why": why})
 
-    def _error(self, c: ConsumerProc, error: str, text: str, partition: int | None = None) -> None:
+    def _error(self, c: ConsumerProc, error: str, text: str, partition: int | None = None,
+               request: str | None = None) -> None:
         c.errors.append({"t_ms": self.clock.now, "error": error})
         extra: dict[str, Any] = {"consumer": c.id, "error": error}
         if partition is not None:
             extra["partition_id"] = partition
+        if request is not None:  # the group request the error answers (OffsetCommit, JoinGroup, ...)
+            extra["request"] = request
         self.step("consumer_error", c.id, text, **extra)
 
     # ---------------------------------------------------------------------------------------

@@ -164,7 +164,8 @@ DYNAMIC = {
 }
 
 # scenarios that reach what the page's examples do not: a diverging fetch and a controlled
-# shutdown, a poll error, the coordinator's markers after a fence
+# shutdown, a poll error, a fenced static member's group errors, the coordinator's markers after
+# a fence
 EXTRA_SCENARIOS: dict[str, dict[str, Any]] = {
     "failover": {
         "topic": {"min.insync.replicas": 2},
@@ -183,6 +184,15 @@ EXTRA_SCENARIOS: dict[str, dict[str, Any]] = {
         "actions": [
             {"do": "produce", "records": ["a"]}, {"do": "subscribe", "consumer": "c0"},
             {"do": "poll", "consumer": "c0", "timeout_ms": 5000},
+        ],
+    },
+    "fenced_static_member": {
+        "consumers": [{"id": "a", "group.id": "g", "group.instance.id": "i1"},
+                      {"id": "b", "group.id": "g", "group.instance.id": "i1"}],
+        "actions": [
+            {"do": "produce", "records": ["x"]}, {"do": "subscribe", "consumer": "a"},
+            {"do": "poll", "consumer": "a", "timeout_ms": 5000}, {"do": "subscribe", "consumer": "b"},
+            {"do": "poll", "consumer": "b", "timeout_ms": 5000}, {"do": "commit", "consumer": "a"},
         ],
     },
     "fenced_transaction": {
