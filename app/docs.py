@@ -3,6 +3,7 @@
     DocsSite(repo_root).pages() -> {name: Page}   the whitelist, read from the files in docs/
     DocsSite.render(page) -> Rendered             title, HTML, table of contents (cached per file)
     slugify(text, seen) -> str                    a heading's id, by GitHub's rules
+    plain_text(inline tokens) -> str              the text a heading's id is made from
 
 The same Markdown files read well on a code host and in the app, so the renderer follows the
 code host where the two meet: CommonMark plus tables (markdown-it-py), heading ids by GitHub's
@@ -100,15 +101,16 @@ def slugify(text: str, seen: dict[str, int] | None = None) -> str:
     return result
 
 
-def _plain(children: list[Token] | None) -> str:
+def plain_text(children: list[Token] | None) -> str:
     """The text of an inline run, as the code host reads it for a heading's id (markup dropped,
-    code kept, images by their alt text, comments and tags left out)."""
+    code kept, images by their alt text, comments and tags left out). tests/docs checks anchors
+    with this and `slugify`, so a link the app resolves and one the docs tests accept agree."""
     out = []
     for t in children or []:
         if t.type in ("text", "code_inline"):
             out.append(t.content)
         elif t.type == "image":
-            out.append(_plain(t.children))
+            out.append(plain_text(t.children))
         elif t.type in ("softbreak", "hardbreak"):
             out.append(" ")
     return "".join(out)
@@ -149,7 +151,7 @@ def _label_cells(tokens: list[Token]) -> None:
         if token.type == "table_open":
             table, headers = token, []
         elif token.type == "th_open":
-            headers.append(_plain(tokens[i + 1].children).strip())
+            headers.append(plain_text(tokens[i + 1].children).strip())
         elif token.type == "thead_close" and table is not None:
             table.meta = {**(table.meta or {}), "columns": len(headers)}
         elif token.type == "tr_open":
@@ -205,7 +207,7 @@ def _render_heading_close(self, tokens, idx, options, env) -> str:
 
 
 def _render_image(self, tokens, idx, options, env) -> str:
-    alt = _plain(tokens[idx].children)
+    alt = plain_text(tokens[idx].children)
     return f'<span class="doc-image">[{escapeHtml(alt or "image")}]</span>' if alt else ""
 
 
@@ -301,7 +303,7 @@ class DocsSite:
         for i, token in enumerate(tokens):
             if token.type != "heading_open":
                 continue
-            text = _plain(tokens[i + 1].children).strip()
+            text = plain_text(tokens[i + 1].children).strip()
             ident = slugify(text, seen)
             level = int(token.tag[1])
             token.meta = {"id": ident, "text": text}
@@ -333,7 +335,7 @@ class DocsSite:
                     continue
                 # no page in the app: the text, and the path in code when the text does not name it
                 inner = self._inner(children, i)
-                shown = _plain(inner).strip().strip("`").rstrip("/") in (
+                shown = plain_text(inner).strip().strip("`").rstrip("/") in (
                     target.rstrip("/"), posixpath.basename(target.rstrip("/")), str(href).rstrip("/")
                 )
                 as_code = shown and not any(t.type == "code_inline" for t in inner)

@@ -1,6 +1,7 @@
 """Links in README.md and docs/**/*.md: relative ones resolve to a file or directory of the
-repository, `#anchors` match a heading by GitHub's slug rules, absolute ones are well-formed
-http(s) URLs of public sites (a localhost URL belongs in a code block). No network is used.
+repository, `#anchors` match a heading by GitHub's slug rules (app/docs.py's `slugify`: the ids
+the app gives its docs pages too), absolute ones are well-formed http(s) URLs of public sites (a
+localhost URL belongs in a code block). No network is used.
 
 Links are read from the parsed Markdown (inline and reference links, images, autolinks), from
 HTML `href`/`src` attributes, and from bare URLs in text, which GitHub turns into links.
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from app.docs import plain_text, slugify
 from tests.docs.markdown_blocks import REPO_ROOT, markdown, rel
 
 BARE_URL = re.compile(r"https?://[^\s<>()\[\]`\"']+", re.I)
@@ -35,24 +37,6 @@ class Link:
         return f"{self.path}:{self.line}: {self.target!r}"
 
 
-def github_slug(text: str) -> str:
-    """A heading's anchor as GitHub makes it (github-slugger): lower case, every character that is
-    not a letter, digit, `_`, `-` or space dropped, each space turned into `-`."""
-    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
-
-
-def _inline_text(children) -> str:
-    parts = []
-    for child in children or []:
-        if child.type in ("text", "code_inline"):
-            parts.append(child.content)
-        elif child.type in ("softbreak", "hardbreak"):
-            parts.append(" ")
-        elif child.type == "image":
-            parts.append(_inline_text(child.children))
-    return "".join(parts)
-
-
 def anchors(path: Path) -> set[str]:
     """Every anchor a Markdown file offers: heading slugs, with `-1`, `-2`... on repeats, and HTML
     `id`/`name` attributes."""
@@ -60,13 +44,8 @@ def anchors(path: Path) -> set[str]:
     seen: dict[str, int] = {}
     out: set[str] = set()
     for i, tok in enumerate(tokens):
-        if tok.type == "heading_open":
-            base = github_slug(_inline_text(tokens[i + 1].children).strip())
-            slug = base
-            while slug in out:
-                seen[base] = seen.get(base, 0) + 1
-                slug = f"{base}-{seen[base]}"
-            out.add(slug)
+        if tok.type == "heading_open":  # the app's own heading ids (app/docs.py), GitHub's rules
+            out.add(slugify(plain_text(tokens[i + 1].children).strip(), seen))
         elif tok.type in ("html_block", "html_inline") or tok.children:
             for html in [tok.content] + [c.content for c in tok.children or [] if c.type == "html_inline"]:
                 out.update(HTML_ID.findall(html))
