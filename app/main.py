@@ -47,6 +47,7 @@ from app.simulation import ByteBoundedCache, Simulator, build_compare, build_tim
 from app.state import BadStateURL, SceneState, parse_state
 from app.workers import EngineDispatch, EnginePool
 from app.workshops import routes as workshop_routes
+from engine.schema import scenario_json_schema
 
 log = logging.getLogger("app")
 
@@ -741,7 +742,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         openapi_extra=openapi_mod.SCHEMA_OPENAPI,
     )
     def scenario_schema(request: Request):
-        return json_document(request, "schema", openapi_mod.scenario_schema)
+        return json_document(request, "schema", scenario_json_schema)
 
     # On the event loop itself, never in a thread or a worker: it answers while every engine
     # worker is busy.

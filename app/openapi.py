@@ -3,8 +3,6 @@
     simulate_openapi(...)       openapi_extra of POST /api/v1/simulate (body, query, responses)
     openapi_document(app)       FastAPI's OpenAPI 3.1 document of the public routes, with the
                                 scenario's JSON Schema in components/schemas
-    scenario_schema()           the scenario's JSON Schema (engine.schema), what
-                                /api/v1/scenario.schema.json serves
 
 The simulate handler reads its body itself (size cap, content type, JSON depth: see
 app/main.py), so FastAPI cannot infer the body's schema from a parameter; `openapi_extra` states
@@ -245,10 +243,6 @@ HEALTHZ_OPENAPI: dict[str, Any] = {
 }
 
 
-def scenario_schema() -> dict[str, Any]:
-    return scenario_json_schema()
-
-
 def _moved(ref: Any) -> Any:
     if isinstance(ref, str) and ref.startswith("#/$defs/"):
         return "#/components/schemas/" + ref.removeprefix("#/$defs/")
@@ -274,7 +268,7 @@ def _rewrite_refs(node: Any) -> Any:
 
 def scenario_components() -> dict[str, Any]:
     """components/schemas for the scenario: `Scenario` and each of its `$defs`."""
-    schema = copy.deepcopy(scenario_json_schema())
+    schema = scenario_json_schema()  # a fresh document: popping from it touches nothing shared
     defs = schema.pop("$defs", {})
     schema.pop("$schema", None)  # the document's dialect is OpenAPI 3.1's (JSON Schema 2020-12)
     components = {name: _rewrite_refs(value) for name, value in defs.items()}
