@@ -253,9 +253,10 @@ class DocsSite:
             found[README_NAME] = Page(README_NAME, readme, "README.md", page_url(README_NAME))
         return found
 
-    def listing(self) -> list[dict[str, str]]:
-        """Every page with its title, the index first, then the docs by title, the README last."""
-        pages = self.pages()
+    def listing(self, pages: dict[str, Page] | None = None) -> list[dict[str, str]]:
+        """Every page with its title, the index first, then the docs by title, the README last.
+        `pages` is a `pages()` the caller already holds (one directory listing per request)."""
+        pages = self.pages() if pages is None else pages
         items = [{"name": p.name, "url": p.url, "title": self.render(p, pages).title} for p in pages.values()]
 
         def order(item: dict[str, str]) -> tuple[int, str]:

@@ -676,8 +676,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.docs = docs_site
     DOCS_CACHE = "no-cache"  # revalidate: the ETag answers 304 until the file or the theme changes
 
-    def docs_missing(request: Request, name: str) -> Response:
-        context = {"page_title": "Docs page not found", "name": name[:80], "pages": docs_site.listing()}
+    def docs_missing(request: Request, name: str, pages: dict[str, docs_mod.Page] | None = None) -> Response:
+        context = {"page_title": "Docs page not found", "name": name[:80], "pages": docs_site.listing(pages)}
         return render(request, "docs_missing.html", context, status=404)
 
     def docs_response(request: Request, name: str) -> Response:
@@ -686,7 +686,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if page is None and name == "":  # no docs/README.md: the index is the list of pages
             page, doc = docs_site.bare_index()
         elif page is None:
-            return docs_missing(request, name)
+            return docs_missing(request, name, pages)
         else:
             doc = docs_site.render(page, pages)
         context = {
@@ -694,7 +694,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             "doc": doc,
             "toc": docs_mod.nest(doc.toc),
             "page": page,
-            "pages": docs_site.listing(),
+            "pages": docs_site.listing(pages),
         }
         return conditional(request, render(request, "docs.html", context), DOCS_CACHE)
 
