@@ -15,7 +15,7 @@ import sys
 
 from . import simulate
 from .scenario import ScenarioError, parse_json_text, problem
-from .schema import FORMAT_PAGE, fill_generated, scenario_json_schema, stale_blocks, tables_text
+from .schema import FORMAT_PAGE, field_tables, fill_generated, scenario_json_schema, stale_blocks, tables_text
 
 MAX_INPUT_BYTES = 1_000_000
 
@@ -48,12 +48,13 @@ def _schema(args: argparse.Namespace) -> int:
     try:
         with open(page, encoding="utf-8") as fh:
             text = fh.read()
-        new = fill_generated(text)
+        blocks = field_tables()  # every profile resolved: made once for the fill and the check
+        new = fill_generated(text, blocks)
     except (OSError, ValueError) as exc:
         print(f"{page}: {exc}", file=sys.stderr)
         return 2
     if args.check_docs:
-        stale = stale_blocks(text)
+        stale = stale_blocks(text, blocks)
         if stale:
             print(f"{page}: generated blocks out of date: {', '.join(stale)}; run "
                   f"python -m engine schema --write-docs {page}", file=sys.stderr)

@@ -293,9 +293,10 @@ def fill_generated(text: str, blocks: dict[str, str] | None = None) -> str:
     return new
 
 
-def stale_blocks(text: str) -> list[str]:
-    """The names of the generated blocks whose text differs from what the models give now."""
-    now = {m.group(2): m.group(3) for m in _BLOCK.finditer(fill_generated(text))}
+def stale_blocks(text: str, blocks: dict[str, str] | None = None) -> list[str]:
+    """The names of the generated blocks whose text differs from what the models give now
+    (`blocks`, when the caller already has `field_tables()`)."""
+    now = {m.group(2): m.group(3) for m in _BLOCK.finditer(fill_generated(text, blocks))}
     return [m.group(2) for m in _BLOCK.finditer(text) if m.group(3) != now.get(m.group(2))]
 
 
