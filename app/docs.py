@@ -63,7 +63,6 @@ class Rendered:
     intro_html: str  # everything before the first h2 (the table of contents goes after it)
     body_html: str
     toc: tuple[dict[str, Any], ...]  # {"level", "id", "text"} of each h2/h3, when the page is long
-    ids: frozenset[str]  # every heading id on the page
 
 
 def nest(toc: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
@@ -268,7 +267,7 @@ class DocsSite:
     def bare_index(self) -> tuple[Page, Rendered]:
         """The index when docs/README.md is missing: a title; the page's footer lists the pages."""
         page = Page("", self.docs_dir / INDEX_FILE, "docs/", DOCS_PATH)
-        return page, Rendered("Docs", '<h1 id="docs">Docs</h1>\n', "", (), frozenset({"docs"}))
+        return page, Rendered("Docs", '<h1 id="docs">Docs</h1>\n', "", ())
 
     # -- rendering -------------------------------------------------------------------------
 
@@ -281,7 +280,7 @@ class DocsSite:
     def _render(self, page: Page, _mtime_ns: int, _size: int, names: frozenset[str]) -> Rendered:
         text = page.path.read_text(encoding="utf-8")
         tokens = self.md.parse(text)
-        toc, ids, title = self._headings(tokens)
+        toc, title = self._headings(tokens)
         _label_cells(tokens)
         for token in tokens:
             if token.type == "inline" and token.children:
@@ -293,13 +292,12 @@ class DocsSite:
         body = self.md.renderer.render(tokens[split:], self.md.options, env)
         long_page = sum(1 for h in toc if h["level"] in TOC_LEVELS) >= TOC_MIN_HEADINGS
         default_title = "Docs" if page.name == "" else page.name
-        return Rendered(title or default_title, intro, body, tuple(toc) if long_page else (), frozenset(ids))
+        return Rendered(title or default_title, intro, body, tuple(toc) if long_page else ())
 
     @staticmethod
-    def _headings(tokens: list[Token]) -> tuple[list[dict[str, Any]], list[str], str]:
+    def _headings(tokens: list[Token]) -> tuple[list[dict[str, Any]], str]:
         seen: dict[str, int] = {}
         toc: list[dict[str, Any]] = []
-        ids: list[str] = []
         title = ""
         for i, token in enumerate(tokens):
             if token.type != "heading_open":
@@ -310,12 +308,11 @@ class DocsSite:
             token.meta = {"id": ident, "text": text}
             close = next(t for t in tokens[i + 1 :] if t.type == "heading_close")
             close.meta = {"id": ident, "text": text}
-            ids.append(ident)
             if level == 1 and not title:
                 title = text
             if level in TOC_LEVELS:
                 toc.append({"level": level, "id": ident, "text": text})
-        return toc, ids, title
+        return toc, title
 
     def _links(self, children: list[Token], page: Page, names: frozenset[str]) -> list[Token]:
         out: list[Token] = []
