@@ -12,7 +12,6 @@ files for the page's commands, and must stay equal to the blocks.
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tomllib
@@ -22,13 +21,12 @@ from pathlib import Path
 import pytest
 
 from scenes.model import Scene
+from tests.docs.markdown_blocks import parse_blocks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DOC = REPO_ROOT / "docs" / "adding-a-scene.md"
 EXAMPLES = REPO_ROOT / "docs" / "examples" / "x1"
 SCENE_ID = "x1"
-FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```\s*$", re.M | re.S)
-NOT_RUN = re.compile(r"<!-- not run: .+ -->\s*$")
 # the generic modules the page's pytest command names: each runs over every built scene
 GENERIC = [
     "tests/scenes/test_every_built_scene.py",
@@ -85,15 +83,10 @@ def test_x1_page_at_a_step():
 
 
 def blocks() -> list[dict]:
-    """Every fenced block of the page: its language, tags, text and whether it is marked not run."""
-    text = DOC.read_text(encoding="utf-8")
-    out = []
-    for m in FENCE.finditer(text):
-        words = m.group(1).split()
-        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
-        out.append({"lang": words[0] if words else "", "tags": words[1:], "text": m.group(2),
-                    "not_run": bool(NOT_RUN.match(before))})
-    return out
+    """Every fenced block of the page: its language, tags, text and whether it is marked not run
+    (read by tests/docs/markdown_blocks.py, the parser the docs tests run the page's blocks with)."""
+    return [{"lang": b.language, "tags": b.tags, "text": b.content, "not_run": b.has_marker}
+            for b in parse_blocks(DOC) if not b.indented]
 
 
 def course_entry() -> str:
