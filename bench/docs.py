@@ -26,16 +26,17 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
+from app.docs import DocsSite  # noqa: E402
 from app.main import create_app  # noqa: E402
+from app.openapi import OPENAPI_PATH, SCHEMA_PATH  # noqa: E402
 from app.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def addresses() -> list[str]:
-    pages = sorted(p.stem for p in (ROOT / "docs").glob("*.md") if p.stem != "README")
-    return ["/docs", *[f"/docs/{name}" for name in pages], "/docs/readme", "/openapi.json",
-            "/api/v1/scenario.schema.json"]
+    """Every page the app serves at /docs (its own whitelist), then the two API documents."""
+    return [page.url for page in DocsSite(ROOT).pages().values()] + [OPENAPI_PATH, SCHEMA_PATH]
 
 
 def main(argv: list[str] | None = None) -> int:
