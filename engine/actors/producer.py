@@ -155,7 +155,25 @@ class ProducerRole:
             # out only as the partition's first unacknowledged one, so an earlier batch still in
             # flight goes first
             return self._unanswered(b.session, idx)
+        if b.idempotent and self._unresolved(b.session):
+            # RecordAccumulator 851-855 (kafka-eos-kraft §A.6): no new batch leaves while the
+            # partition's sequence is unresolved; it waits for the batches in flight, then goes out
+            # as it is (resolved) or renumbered under a bumped epoch (`_check_unresolved`)
+            return self._in_flight(b.session)
         return None
+
+    def _unresolved(self, session: ProducerSession) -> bool:
+        st = self.sequences.get(session)
+        return st is not None and st[3] >= 0
+
+    def _in_flight(self, session: ProducerSession) -> Batch | None:
+        """`session`'s earliest batch here that has been sent and has no outcome yet (in flight, or
+        waiting to be sent again: TransactionManager.hasInflightBatches)."""
+        if not self.pending_batches:
+            return None
+        return next(
+            (e for e in self.batches if e.session is session and e.outcome is None and e.attempts), None
+        )
 
     def _release_held(self) -> None:
         """Send, in order, the batches that waited behind one that has now been sent or failed:
@@ -336,10 +354,11 @@ class ProducerRole:
         if st[2] > st[3]:
             st[3] = -1
             return
-        if self.unanswered_of(session):
+        if self._in_flight(session) is not None:
             return
         session.epoch += 1
-        st[:] = [session.epoch, 0, -1, -1]
+        self.sequences[session] = [session.epoch, 0, -1, -1]
+        self._renumber(session, 0)  # the batches held back meanwhile (never sent)
         self.step(
             "producer_bump_epoch",
             session.id,
@@ -440,12 +459,8 @@ class ProducerRole:
         once their old-epoch batches are answered: `_next_sequence`)."""
         session = b.session
         session.epoch += 1
-        st = self.sequences[session] = [session.epoch, 0, -1, -1]
-        for e in self.batches[b.index :]:
-            if e.session is session and e.idempotent and e.outcome is None:
-                e.seq = st[1]
-                e.pepoch = session.epoch
-                st[1] += len(e.records)
+        self.sequences[session] = [session.epoch, 0, -1, -1]
+        self._renumber(session, b.index)
         self.step(
             "producer_bump_epoch",
             session.id,
@@ -453,6 +468,17 @@ class ProducerRole:
             f"{_the(b)} bumps its epoch to {session.epoch} and numbers its batches from 0 again",
             produce=b.index,
         )
+
+
+    def _renumber(self, session: ProducerSession, start: int) -> None:
+        """Number `session`'s unanswered batches here from index `start` on again, under its
+        current epoch, from the partition's next sequence (TransactionManager 572-586)."""
+        st = self.sequences[session]
+        for e in self.batches[start:]:
+            if e.session is session and e.idempotent and e.outcome is None:
+                e.seq = st[1]
+                e.pepoch = session.epoch
+                st[1] += len(e.records)
 
 
 def _name(b: Batch) -> str:
