@@ -197,7 +197,7 @@ class ProducerRole:
         if b.outcome is None and b.state == "held":
             # RecordAccumulator.expiredBatches: the delivery timeout counts in the accumulator too
             why = "delivery.timeout.ms passed while it waited"
-            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why)
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why, expired=True)
 
     def _producer_send(self, idx: int) -> None:
         b = self.batches[idx]
@@ -289,7 +289,8 @@ class ProducerRole:
         """No reachable leader: wait for metadata without spending a retry, until the delivery timeout."""
         backoff = b.session.config.retry_backoff_max_ms
         if self.now + backoff > b.deadline:
-            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", "delivery.timeout.ms has passed")
+            why = "delivery.timeout.ms has passed"
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why, expired=True)
             return
         self.at(self.now + backoff, self._producer_send, b.index)
 
@@ -297,10 +298,10 @@ class ProducerRole:
         pc = b.session.config
         backoff = min(pc.retry_backoff_ms * (2 ** min(b.retries_used, 10)), pc.retry_backoff_max_ms)
         if b.retries_used >= pc.retries or self.now + backoff > b.deadline:
-            why = (
-                "retries are exhausted" if b.retries_used >= pc.retries else "delivery.timeout.ms has passed"
-            )
-            self._producer_fail(b, error, why)
+            exhausted = b.retries_used >= pc.retries
+            why = "retries are exhausted" if exhausted else "delivery.timeout.ms has passed"
+            # the delivery timeout ends it before its retry, as the accumulator's expiry would
+            self._producer_fail(b, error, why, expired=not exhausted)
             return
         b.retries_used += 1
         if not quiet:
@@ -318,9 +319,11 @@ class ProducerRole:
         if b.attempt_id != attempt_id or b.state != "awaiting_response" or b.outcome is not None:
             return
         why = "delivery.timeout.ms passed while the request was in flight"
-        self._producer_fail(b, "REQUEST_TIMED_OUT", why)
+        self._producer_fail(b, "REQUEST_TIMED_OUT", why, expired=True)
 
-    def _producer_fail(self, b: Batch, error: str, why: str) -> None:
+    def _producer_fail(self, b: Batch, error: str, why: str, expired: bool = False) -> None:
+        """`expired`: failed by its delivery timeout (Sender's expired batches), whatever error it
+        last had; sent before, its outcome is unknown."""
         self.pending_batches -= 1
         b.outcome = "failed"
         self.failed_records.extend(_named(b.records))
@@ -333,7 +336,10 @@ class ProducerRole:
             f"{_the(b, True)} gives up on {_fmt_records(b.records)}: {error} ({why})",
             produce=b.index,
         )
-        unknown = b.attempts and error == "REQUEST_TIMED_OUT"  # sent, never answered
+        # Sender.sendProducerData marks an expired batch that was sent (inRetry) unresolved, whatever
+        # answer its last attempt had: a retriable error (a lost connection, a leader change) may
+        # follow an attempt that was written (TM 739-745)
+        unknown = b.attempts and (expired or error == "REQUEST_TIMED_OUT")
         if b.idempotent and unknown and not b.session.config.transactional:
             st = self.sequences.get(b.session)
             if st is not None and st[0] == b.pepoch:
