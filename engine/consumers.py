@@ -333,6 +333,7 @@ class Clients:
                 f"{cid}'s commit is not sent: it is in the middle of a rebalance ("
                 f"{'JoinGroup' if c.cstate == 'joining' else 'SyncGroup'} unanswered), so it throws "
                 "RebalanceInProgressException; it can commit again after poll()",
+                request="OffsetCommit",  # refused before it is sent, still the commit's error
             )
             return
         error = self._send_commit(

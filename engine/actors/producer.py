@@ -155,7 +155,25 @@ class ProducerRole:
             # out only as the partition's first unacknowledged one, so an earlier batch still in
             # flight goes first
             return self._unanswered(b.session, idx)
+        if b.idempotent and self._unresolved(b.session):
+            # RecordAccumulator 851-855 (kafka-eos-kraft §A.6): no new batch leaves while the
+            # partition's sequence is unresolved; it waits for the batches in flight, then goes out
+            # as it is (resolved) or renumbered under a bumped epoch (`_check_unresolved`)
+            return self._in_flight(b.session)
         return None
+
+    def _unresolved(self, session: ProducerSession) -> bool:
+        st = self.sequences.get(session)
+        return st is not None and st[3] >= 0
+
+    def _in_flight(self, session: ProducerSession) -> Batch | None:
+        """`session`'s earliest batch here that has been sent and has no outcome yet (in flight, or
+        waiting to be sent again: TransactionManager.hasInflightBatches)."""
+        if not self.pending_batches:
+            return None
+        return next(
+            (e for e in self.batches if e.session is session and e.outcome is None and e.attempts), None
+        )
 
     def _release_held(self) -> None:
         """Send, in order, the batches that waited behind one that has now been sent or failed:
@@ -179,7 +197,7 @@ class ProducerRole:
         if b.outcome is None and b.state == "held":
             # RecordAccumulator.expiredBatches: the delivery timeout counts in the accumulator too
             why = "delivery.timeout.ms passed while it waited"
-            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why)
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why, expired=True)
 
     def _producer_send(self, idx: int) -> None:
         b = self.batches[idx]
@@ -271,7 +289,8 @@ class ProducerRole:
         """No reachable leader: wait for metadata without spending a retry, until the delivery timeout."""
         backoff = b.session.config.retry_backoff_max_ms
         if self.now + backoff > b.deadline:
-            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", "delivery.timeout.ms has passed")
+            why = "delivery.timeout.ms has passed"
+            self._producer_fail(b, b.error or "REQUEST_TIMED_OUT", why, expired=True)
             return
         self.at(self.now + backoff, self._producer_send, b.index)
 
@@ -279,10 +298,10 @@ class ProducerRole:
         pc = b.session.config
         backoff = min(pc.retry_backoff_ms * (2 ** min(b.retries_used, 10)), pc.retry_backoff_max_ms)
         if b.retries_used >= pc.retries or self.now + backoff > b.deadline:
-            why = (
-                "retries are exhausted" if b.retries_used >= pc.retries else "delivery.timeout.ms has passed"
-            )
-            self._producer_fail(b, error, why)
+            exhausted = b.retries_used >= pc.retries
+            why = "retries are exhausted" if exhausted else "delivery.timeout.ms has passed"
+            # the delivery timeout ends it before its retry, as the accumulator's expiry would
+            self._producer_fail(b, error, why, expired=not exhausted)
             return
         b.retries_used += 1
         if not quiet:
@@ -300,9 +319,11 @@ class ProducerRole:
         if b.attempt_id != attempt_id or b.state != "awaiting_response" or b.outcome is not None:
             return
         why = "delivery.timeout.ms passed while the request was in flight"
-        self._producer_fail(b, "REQUEST_TIMED_OUT", why)
+        self._producer_fail(b, "REQUEST_TIMED_OUT", why, expired=True)
 
-    def _producer_fail(self, b: Batch, error: str, why: str) -> None:
+    def _producer_fail(self, b: Batch, error: str, why: str, expired: bool = False) -> None:
+        """`expired`: failed by its delivery timeout (Sender's expired batches), whatever error it
+        last had; sent before, its outcome is unknown."""
         self.pending_batches -= 1
         b.outcome = "failed"
         self.failed_records.extend(_named(b.records))
@@ -315,7 +336,10 @@ class ProducerRole:
             f"{_the(b, True)} gives up on {_fmt_records(b.records)}: {error} ({why})",
             produce=b.index,
         )
-        unknown = b.attempts and error == "REQUEST_TIMED_OUT"  # sent, never answered
+        # Sender.sendProducerData marks an expired batch that was sent (inRetry) unresolved, whatever
+        # answer its last attempt had: a retriable error (a lost connection, a leader change) may
+        # follow an attempt that was written (TM 739-745)
+        unknown = b.attempts and (expired or error == "REQUEST_TIMED_OUT")
         if b.idempotent and unknown and not b.session.config.transactional:
             st = self.sequences.get(b.session)
             if st is not None and st[0] == b.pepoch:
@@ -336,10 +360,11 @@ class ProducerRole:
         if st[2] > st[3]:
             st[3] = -1
             return
-        if self.unanswered_of(session):
+        if self._in_flight(session) is not None:
             return
         session.epoch += 1
-        st[:] = [session.epoch, 0, -1, -1]
+        self.sequences[session] = [session.epoch, 0, -1, -1]
+        self._renumber(session, 0)  # the batches held back meanwhile (never sent)
         self.step(
             "producer_bump_epoch",
             session.id,
@@ -440,12 +465,8 @@ class ProducerRole:
         once their old-epoch batches are answered: `_next_sequence`)."""
         session = b.session
         session.epoch += 1
-        st = self.sequences[session] = [session.epoch, 0, -1, -1]
-        for e in self.batches[b.index :]:
-            if e.session is session and e.idempotent and e.outcome is None:
-                e.seq = st[1]
-                e.pepoch = session.epoch
-                st[1] += len(e.records)
+        self.sequences[session] = [session.epoch, 0, -1, -1]
+        self._renumber(session, b.index)
         self.step(
             "producer_bump_epoch",
             session.id,
@@ -453,6 +474,17 @@ class ProducerRole:
             f"{_the(b)} bumps its epoch to {session.epoch} and numbers its batches from 0 again",
             produce=b.index,
         )
+
+
+    def _renumber(self, session: ProducerSession, start: int) -> None:
+        """Number `session`'s unanswered batches here from index `start` on again, under its
+        current epoch, from the partition's next sequence (TransactionManager 572-586)."""
+        st = self.sequences[session]
+        for e in self.batches[start:]:
+            if e.session is session and e.idempotent and e.outcome is None:
+                e.seq = st[1]
+                e.pepoch = session.epoch
+                st[1] += len(e.records)
 
 
 def _name(b: Batch) -> str:

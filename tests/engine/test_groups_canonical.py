@@ -331,6 +331,11 @@ def test_E5_what_a_commit_gets_through_a_rebalance():
     assert [c["error"] for c in r["commits"]] == [None, "ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS", None]
     assert group(r)["state"] == "Stable" and group(r)["committed"]["0"] == 4
     assert r["consumers"]["c1"]["generation"] == gen + 1
+    # each refused commit's error step says it is a commit's (the mid-rebalance one too, which the
+    # client refuses without sending: its RebalanceInProgressException is commitSync's)
+    errors = steps_of(run(sc, steps=True), "consumer_error")
+    refused = [s for s in errors if s.get("request") == "OffsetCommit"]
+    assert [s["error"] for s in refused] == ["ILLEGAL_GENERATION", "REBALANCE_IN_PROGRESS"]
 
 
 def test_E5_the_broker_refuses_a_current_generation_commit_while_completing_the_rebalance():

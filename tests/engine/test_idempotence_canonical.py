@@ -151,3 +151,57 @@ def test_A6_a_later_batch_acknowledged_proves_the_expired_one_was_written_no_bum
     assert "producer_bump_epoch" not in kinds(r)
     assert log(r) == ["w0"] + b("a") + b("b") + ["c0"]  # a is in the log although it "failed"
     assert r["partitions"][0]["log"][-1]["producer_epoch"] == 0
+
+
+def test_A6_a_new_batch_waits_while_the_sequence_is_unresolved_then_goes_out_under_the_bumped_epoch():
+    """§A.6 (RecordAccumulator 851-855): new batches are held back while the partition's sequence
+    is unresolved. A expired in flight; B is still in flight when C is produced, so C waits; B
+    expires too, every in-flight batch did (§E.A A6), the producer bumps its epoch to 1 and C goes
+    out at epoch 1, sequence 0."""
+    actions = [
+        batch("w", 1),
+        {"do": "settle"},
+        batch("a", lose_response=True),
+        {"do": "advance", "ms": 10 * SEC},
+        batch("b", lose_response=True),
+        {"do": "advance", "ms": 25 * SEC},
+        batch("c", 1),
+        {"do": "settle"},
+    ]
+    r = run(actions, **{"delivery.timeout.ms": 30 * SEC, "request.timeout.ms": 30 * SEC})
+    k = kinds(r)
+    assert "producer_hold" in k
+    assert k.index("producer_bump_epoch") < max(i for i, x in enumerate(k) if x == "producer_send")
+    c = r["produce"][3]
+    assert (c["outcome"], c["producer_epoch"]) == ("acked", 1)
+    last = r["partitions"][0]["log"][-1]
+    assert (last["record"], last["producer_epoch"], last["sequence"]) == ("c0", 1, 0)
+
+
+def test_A6_a_batch_that_expires_after_a_retriable_error_is_unresolved_too_so_the_next_batch_gets_through():
+    """§A.6 / §E.A A6: a sent batch that expires on the client leaves its sequence unresolved,
+    whatever its last attempt was answered (Sender marks every expired batch in retry unresolved,
+    TM 739-745). A is refused with NOT_ENOUGH_REPLICAS until delivery.timeout.ms; nothing else is
+    in flight, so the producer bumps its epoch to 1 and C goes in at epoch 1, sequence 0. Before,
+    C's sequence 6 could never follow the leader's 0: OUT_OF_ORDER_SEQUENCE_NUMBER until it expired."""
+    actions = [
+        batch("w", 1),
+        {"do": "settle"},
+        {"do": "crash", "broker": 2},
+        {"do": "crash", "broker": 3},
+        {"do": "advance", "ms": 60 * SEC},
+        batch("a"),
+        {"do": "advance", "ms": 60 * SEC},
+        {"do": "restart", "broker": 2},
+        {"do": "restart", "broker": 3},
+        {"do": "settle"},
+        batch("c", 1),
+        {"do": "settle"},
+    ]
+    r = run(actions, **{"delivery.timeout.ms": 30 * SEC, "request.timeout.ms": 10 * SEC})
+    a, c = r["produce"][1], r["produce"][2]
+    assert (a["outcome"], a["error"]) == ("failed", "NOT_ENOUGH_REPLICAS")
+    assert "producer_bump_epoch" in kinds(r)
+    assert (c["outcome"], c["producer_epoch"]) == ("acked", 1)
+    last = r["partitions"][0]["log"][-1]
+    assert (last["record"], last["producer_epoch"], last["sequence"]) == ("c0", 1, 0)
