@@ -362,14 +362,13 @@ class ProducerRole:
             return
         if self._in_flight(session) is not None:
             return
-        session.epoch += 1
-        self.sequences[session] = [session.epoch, 0, -1, -1]
-        self._renumber(session, 0)  # the batches held back meanwhile (never sent)
+        bumped = self._restart_sequences(session, 0)  # the batches held back meanwhile (never sent)
+        how = (f"it bumps its epoch to {session.epoch}" if bumped
+               else f"its epoch is already {session.epoch} (bumped for another partition)")
         self.step(
             "producer_bump_epoch",
             session.id,
-            f"Every batch {_who(session)} had in flight here expired with an unknown outcome: it bumps its "
-            f"epoch to {session.epoch} and "
+            f"Every batch {_who(session)} had in flight here expired with an unknown outcome: {how} and "
             "numbers its next batches from sequence 0",
         )
 
@@ -464,16 +463,30 @@ class ProducerRole:
         this partition's unacknowledged batches again from sequence 0 (its other partitions follow
         once their old-epoch batches are answered: `_next_sequence`)."""
         session = b.session
-        session.epoch += 1
-        self.sequences[session] = [session.epoch, 0, -1, -1]
-        self._renumber(session, b.index)
+        bumped = self._restart_sequences(session, b.index)
+        how = (f"bumps its epoch to {session.epoch}" if bumped
+               else f"has already bumped its epoch to {session.epoch} for another partition")
         self.step(
             "producer_bump_epoch",
             session.id,
             f"The gap before {_fmt_records(b.records)} cannot be filled (no earlier batch is unanswered): "
-            f"{_the(b)} bumps its epoch to {session.epoch} and numbers its batches from 0 again",
+            f"{_the(b)} {how} and numbers its batches from 0 again",
             produce=b.index,
         )
+
+    def _restart_sequences(self, session: ProducerSession, start: int) -> bool:
+        """Start this partition's sequence again at 0 under a new epoch and renumber the unanswered
+        batches from index `start`. The epoch is the producer's, bumped once for all its partitions
+        (TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded): when another partition bumped it
+        since this partition's numbering began, this one takes that epoch instead of bumping again.
+        True when this call bumped the epoch."""
+        st = self.sequences.get(session)
+        bumped = st is None or st[0] == session.epoch
+        if bumped:
+            session.epoch += 1
+        self.sequences[session] = [session.epoch, 0, -1, -1]
+        self._renumber(session, start)
+        return bumped
 
 
     def _renumber(self, session: ProducerSession, start: int) -> None:

@@ -205,3 +205,35 @@ def test_A6_a_batch_that_expires_after_a_retriable_error_is_unresolved_too_so_th
     assert (c["outcome"], c["producer_epoch"]) == ("acked", 1)
     last = r["partitions"][0]["log"][-1]
     assert (last["record"], last["producer_epoch"], last["sequence"]) == ("c0", 1, 0)
+
+
+def test_A6_two_partitions_expiring_together_bump_the_producers_epoch_once():
+    """§A.6 / §E.A A6 with two partitions: the epoch is the producer's, and Kafka bumps it once
+    (TransactionManager.bumpIdempotentEpochAndResetIdIfNeeded) for every partition whose sequence
+    is unresolved. x on P0 and y on P1 expire at the same millisecond; P0's check bumps the epoch
+    to 1 and P1's takes that epoch and restarts its sequence, so the next records of both
+    partitions go in at epoch 1, sequence 0 (before, P1 bumped it again, to 2)."""
+    r = simulate({
+        "topic": {"partitions": 2, "replication_factor": 2, "min.insync.replicas": 2},
+        "producers": [{"id": "app"}],
+        "actions": [
+            {"do": "produce", "records": ["a"], "partition": 0},
+            {"do": "produce", "records": ["b"], "partition": 1},
+            {"do": "settle"},
+            {"do": "crash", "broker": 2},  # in both partitions' replicas: each ISR falls below 2
+            {"do": "advance", "ms": 20_000},
+            {"do": "produce", "records": ["x"], "partition": 0},
+            {"do": "produce", "records": ["y"], "partition": 1},
+            {"do": "advance", "ms": 130_000},  # past delivery.timeout.ms (120 s)
+            {"do": "restart", "broker": 2},
+            {"do": "settle"},
+            {"do": "produce", "records": ["z"], "partition": 0},
+            {"do": "produce", "records": ["w"], "partition": 1},
+            {"do": "settle"},
+        ],
+    }, steps=True)
+    x, y, z, w = r["produce"][2:]
+    assert (x["outcome"], y["outcome"]) == ("failed", "failed")
+    bumps = [s["text"] for s in r["steps"] if s["kind"] == "producer_bump_epoch"]
+    assert len(bumps) == 2 and "bumps its epoch to 1" in bumps[0] and "already 1" in bumps[1]
+    assert [(p["outcome"], p["producer_epoch"]) for p in (z, w)] == [("acked", 1), ("acked", 1)]
